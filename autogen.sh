@@ -1,0 +1,3 @@
+#!/bin/sh
+# Generate configure and Makefile.in from configure.ac and Makefile.am.
+exec autoreconf -ivf "$@"

@@ -1,0 +1,275 @@
+/*
+ * hmemloop's view of the libfabric objects an application opens.
+ *
+ * Objects are wrapped in place: the application keeps the provider's own
+ * fid, and only its op-table pointers are pointed at per-object copies of
+ * the provider's tables, embedded in the structs below. A wrapper recovers
+ * its state with container_of() on the table pointer it was called through.
+ * Provider tables are static and shared with provider-internal objects, so
+ * they are never written; fids are never translated, so binds, EQ entries,
+ * contexts and FI_PEER objects stay exactly as the provider made them.
+ */
+#ifndef HML_H
+#define HML_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#define HML_EXPORT __attribute__((visibility("default")))
+
+/*
+ * A copy of a provider op table. Tables grow at their end between libfabric
+ * releases, and FI_CHECK_OP() trusts their size field, so the copy keeps the
+ * provider's size and room for entries newer than our headers know.
+ */
+#define HML_TABLE_SPACE 256
+#define HML_TABLE(type) union { type ops; char space[HML_TABLE_SPACE]; }
+
+void hml_table_copy(void *copy, const void *prov);
+/* Copy the provider's table at *slot into copy, unless *slot is empty or
+ * already the copy; true if the caller should now set entries and install
+ * the copy. */
+#define hml_table_take(slot, copy, prov) ({				\
+		bool t_ = *(slot) && *(slot) != &(copy)->ops;		\
+		if (t_) {						\
+			(prov) = *(slot);				\
+			hml_table_copy((copy), *(slot));		\
+		}							\
+		t_; })
+#define hml_table_has(tbl, member) \
+	((tbl)->size >= offsetof(__typeof__(*(tbl)), member) + sizeof((tbl)->member))
+#define hml_table_set(tbl, member, fn) do {				\
+		if (hml_table_has(tbl, member) && (tbl)->member)	\
+			(tbl)->member = (fn);				\
+	} while (0)
+
+/* interpose.c: calls forwarded into libfabric run with this raised, so that
+ * the fabrics libfabric opens for itself (rxm's tcp core, efa's shm) pass
+ * through unwrapped. */
+extern __thread int hml_depth;
+#define HML_FORWARD(call) ({ hml_depth++; __typeof__(call) r_ = (call); \
+			     hml_depth--; r_; })
+
+/* fid.c: every wrapped object starts with this. */
+struct hml_fid {
+	HML_TABLE(struct fi_ops) fi;		/* installed as fid->ops */
+	const struct fi_ops *prov;
+	struct fid *fid;
+	void (*release)(struct hml_fid *h);	/* after a successful close */
+};
+
+void hml_fid_wrap(struct hml_fid *h, struct fid *fid,
+		  void (*release)(struct hml_fid *h));
+struct hml_fid *hml_fid_of(const struct fid *fid);
+
+/* fabric.c */
+struct hml_fabric {
+	struct hml_fid h;
+	HML_TABLE(struct fi_ops_fabric) ops;
+	const struct fi_ops_fabric *prov;
+	uint32_t api_version;
+};
+
+void hml_fabric_wrap(struct fid_fabric *fabric);
+
+/* domain.c */
+struct hml_mrmap {
+	pthread_rwlock_t lock;
+	struct hml_mr **by_key, **by_desc;
+	size_t nbuckets, count;
+};
+
+struct hml_domain {
+	struct hml_fid h;
+	HML_TABLE(struct fi_ops_domain) ops;
+	const struct fi_ops_domain *prov;
+	HML_TABLE(struct fi_ops_mr) mr;
+	const struct fi_ops_mr *prov_mr;
+	struct fid_domain *domain;
+	struct hml_fabric *fabric;
+	uint64_t caps;
+	uint64_t mr_mode;
+	uint32_t addr_format;
+	struct hml_mrmap mrs;
+};
+
+void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
+		     const struct fi_info *info);
+
+/* cntr.c */
+struct hml_cntr {
+	struct hml_fid h;
+	struct fid_cntr *cntr;
+	int events;			/* enum fi_cntr_events */
+};
+
+void hml_cntr_wrap(struct hml_domain *d, struct fid_cntr *cntr,
+		   const struct fi_cntr_attr *attr);
+void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
+
+/* cq.c and completion.c */
+struct hml_cqe {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	fi_addr_t src_addr;
+	int err;			/* positive FI_E* code; 0 for success */
+	size_t olen;
+};
+
+struct hml_cq {
+	struct hml_fid h;
+	HML_TABLE(struct fi_ops_cq) ops;
+	const struct fi_ops_cq *prov;
+	struct fid_cq *cq;
+	struct hml_domain *domain;
+	enum fi_cq_format format;
+	size_t entry_size;
+
+	pthread_mutex_t lock;
+	size_t pending;			/* atomic: entries in the ring */
+	struct hml_cqe *ring;
+	size_t head, cap;
+	struct fi_cq_err_entry err;	/* the last error handed out */
+};
+
+void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
+		 const struct fi_cq_attr *attr);
+int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
+bool hml_cq_pop(struct hml_cq *cq, struct hml_cqe *e, bool want_err);
+void hml_cq_fill(const struct hml_cq *cq, void *buf, const struct hml_cqe *e);
+void hml_cq_fill_err(const struct hml_cq *cq, struct fi_cq_err_entry *buf,
+		     const struct hml_cqe *e);
+
+/* av.c */
+struct verdict;
+
+struct hml_av {
+	struct hml_fid h;
+	HML_TABLE(struct fi_ops_av) ops;
+	const struct fi_ops_av *prov;
+	struct fid_av *av;
+	struct hml_domain *domain;
+	uint32_t addr_format;
+	int rx_ctx_bits;
+
+	/* selfaddr.c: the cache of verdicts */
+	pthread_mutex_t lock;		/* writers; readers take none */
+	struct hml_av_cache *cache;	/* atomic */
+	struct hml_av_cache *retired;
+	struct verdict *verdicts;
+	unsigned int gen;		/* atomic: bumped on insert, remove */
+};
+
+void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
+		 const struct fi_av_attr *attr);
+
+/* ep.c */
+enum {
+	HML_CNTR_SEND,
+	HML_CNTR_RECV,
+	HML_CNTR_READ,
+	HML_CNTR_WRITE,
+	HML_CNTR_REMOTE_READ,
+	HML_CNTR_REMOTE_WRITE,
+	HML_CNTR_MAX
+};
+
+struct hml_ep {
+	struct hml_fid h;
+	HML_TABLE(struct fi_ops_ep) ops;
+	const struct fi_ops_ep *prov_ops;
+	HML_TABLE(struct fi_ops_cm) cm;
+	const struct fi_ops_cm *prov_cm;
+	HML_TABLE(struct fi_ops_msg) msg;
+	const struct fi_ops_msg *prov_msg;
+	HML_TABLE(struct fi_ops_rma) rma;
+	const struct fi_ops_rma *prov_rma;
+	HML_TABLE(struct fi_ops_tagged) tagged;
+	const struct fi_ops_tagged *prov_tagged;
+
+	struct fid_ep *ep;
+	struct hml_domain *domain;
+	struct hml_ep *base;		/* self, or the endpoint an alias names */
+	struct hml_ep *sep;		/* scalable endpoint of a tx/rx context */
+	struct hml_ep **rx_ctx;		/* scalable endpoint: its rx contexts */
+	int rx_ctx_cnt;
+
+	int index;			/* rx context: its index in the sep */
+
+	uint64_t caps;
+	uint64_t tx_op_flags, rx_op_flags;
+	uint32_t addr_format;
+	bool addressable;		/* reached through address vectors */
+	bool cuda_forbidden;
+
+	struct hml_av *av;
+	struct hml_cq *tx_cq, *rx_cq;
+	uint64_t tx_cq_flags, rx_cq_flags;
+	struct hml_cntr *cntr[HML_CNTR_MAX];
+
+	/* selfaddr.c */
+	struct hml_ep *self_next;
+	size_t namelen;
+	char name[64];
+};
+
+void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
+		 const struct fi_info *info);
+struct hml_ep *hml_ep_of(struct fid_ep *ep);
+
+/* selfaddr.c: is an address an endpoint of this process? */
+void hml_self_add(struct hml_ep *e);
+void hml_self_remove(struct hml_ep *e);
+struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
+extern unsigned int hml_self_gen;	/* bumped on every change */
+
+struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
+void hml_av_changed(struct hml_av *av);
+int hml_av_cache_init(struct hml_av *av);
+void hml_av_cache_fini(struct hml_av *av);
+
+/* mr.c and mrmap.c */
+struct hml_mr {
+	struct hml_fid h;
+	struct fid_mr *mr;
+	struct hml_domain *domain;
+	struct hml_ep *ep;		/* FI_MR_ENDPOINT: bound endpoint */
+	struct hml_cntr *cntr;		/* FI_RMA_EVENT: bound counter */
+	uint64_t key;
+	void *desc;
+	uint64_t access;
+	enum fi_hmem_iface iface;
+	int device;
+	int memtype;			/* atomic: enum hml_memtype, lazily */
+	struct hml_mr *key_next, *desc_next;
+	bool mapped;
+	uint64_t len;
+	size_t iov_count;
+	struct iovec iov[];
+};
+
+void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
+		 const struct fi_mr_attr *attr, uint64_t flags);
+int hml_mrmap_init(struct hml_mrmap *m);
+void hml_mrmap_fini(struct hml_mrmap *m);
+void hml_mrmap_add(struct hml_mrmap *m, struct hml_mr *mr);
+void hml_mrmap_del(struct hml_mrmap *m, struct hml_mr *mr);
+struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
+			     const struct hml_ep *ep);
+struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
+
+#endif

@@ -1,0 +1,30 @@
+/* Log lines on stderr, each "hmemloop: <pid>: <level>: <message>". */
+#ifndef HML_LOG_H
+#define HML_LOG_H
+
+#include <stdbool.h>
+
+enum hml_log_level {
+	HML_LOG_WARN,
+	HML_LOG_INFO,
+	HML_LOG_DEBUG,
+};
+
+void hml_log(enum hml_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+bool hml_log_enabled(enum hml_log_level level);
+
+#define hml_warn(...)	hml_log(HML_LOG_WARN, __VA_ARGS__)
+#define hml_info(...)	hml_log(HML_LOG_INFO, __VA_ARGS__)
+#define hml_debug(...)	do { if (hml_log_enabled(HML_LOG_DEBUG)) \
+				hml_log(HML_LOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* Warn once per call site: a failure that repeats on every operation
+ * would otherwise flood the application's stderr. */
+#define hml_warn_once(...) do {						\
+		static int hml_warned_;					\
+		if (!__atomic_exchange_n(&hml_warned_, 1, __ATOMIC_RELAXED)) \
+			hml_warn(__VA_ARGS__);				\
+	} while (0)
+
+#endif

@@ -1,0 +1,88 @@
+/* Address vectors: every change to one invalidates what selfaddr.c
+ * learned from it. */
+#include <stdlib.h>
+
+#include "hml.h"
+#include "hml_log.h"
+
+static struct hml_av *av_of(struct fid_av *av)
+{
+	return container_of(av->ops, struct hml_av, ops.ops);
+}
+
+static int changed(struct hml_av *a, int ret)
+{
+	hml_av_changed(a);
+	return ret;
+}
+
+static int hml_av_insert(struct fid_av *av, const void *addr, size_t count,
+			 fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	struct hml_av *a = av_of(av);
+
+	return changed(a, a->prov->insert(av, addr, count, fi_addr, flags,
+					  context));
+}
+
+static int hml_av_insertsvc(struct fid_av *av, const char *node,
+			    const char *service, fi_addr_t *fi_addr,
+			    uint64_t flags, void *context)
+{
+	struct hml_av *a = av_of(av);
+
+	return changed(a, a->prov->insertsvc(av, node, service, fi_addr, flags,
+					     context));
+}
+
+static int hml_av_insertsym(struct fid_av *av, const char *node,
+			    size_t nodecnt, const char *service, size_t svccnt,
+			    fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	struct hml_av *a = av_of(av);
+
+	return changed(a, a->prov->insertsym(av, node, nodecnt, service, svccnt,
+					     fi_addr, flags, context));
+}
+
+static int hml_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
+			 uint64_t flags)
+{
+	struct hml_av *a = av_of(av);
+
+	return changed(a, a->prov->remove(av, fi_addr, count, flags));
+}
+
+static void release(struct hml_fid *h)
+{
+	struct hml_av *a = container_of(h, struct hml_av, h);
+
+	hml_av_cache_fini(a);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
+		 const struct fi_av_attr *attr)
+{
+	struct hml_av *a = calloc(1, sizeof(*a));
+
+	if (!a || hml_av_cache_init(a)) {
+		free(a);
+		hml_warn("out of memory: address vector %p passes through", av);
+		return;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->av = av;
+	a->domain = d;
+	a->addr_format = d->addr_format;
+	a->rx_ctx_bits = attr->rx_ctx_bits;
+	if (hml_table_take(&av->ops, &a->ops, a->prov)) {
+		hml_table_set(&a->ops.ops, insert, hml_av_insert);
+		hml_table_set(&a->ops.ops, insertsvc, hml_av_insertsvc);
+		hml_table_set(&a->ops.ops, insertsym, hml_av_insertsym);
+		hml_table_set(&a->ops.ops, remove, hml_av_remove);
+		av->ops = &a->ops.ops;
+	}
+	hml_fid_wrap(&a->h, &av->fid, release);
+}

@@ -1,0 +1,61 @@
+/* Fabrics: the root of every object the application opens. */
+#include <stdlib.h>
+
+#include "hml.h"
+#include "hml_log.h"
+
+static struct hml_fabric *fabric_of(struct fid_fabric *fabric)
+{
+	return container_of(fabric->ops, struct hml_fabric, ops.ops);
+}
+
+static int hml_domain_open(struct fid_fabric *fabric, struct fi_info *info,
+			   struct fid_domain **domain, void *context)
+{
+	struct hml_fabric *f = fabric_of(fabric);
+	int ret;
+
+	ret = HML_FORWARD(f->prov->domain(fabric, info, domain, context));
+	if (!ret)
+		hml_domain_wrap(f, *domain, info);
+	return ret;
+}
+
+static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
+			    struct fid_domain **domain, uint64_t flags,
+			    void *context)
+{
+	struct hml_fabric *f = fabric_of(fabric);
+	int ret;
+
+	ret = HML_FORWARD(f->prov->domain2(fabric, info, domain, flags,
+					   context));
+	/* A peer domain belongs to the provider that imports it. */
+	if (!ret && !(flags & FI_PEER))
+		hml_domain_wrap(f, *domain, info);
+	return ret;
+}
+
+static void release(struct hml_fid *h)
+{
+	free(container_of(h, struct hml_fabric, h));
+}
+
+void hml_fabric_wrap(struct fid_fabric *fabric)
+{
+	struct hml_fabric *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		hml_warn("out of memory: fabric %p passes through", fabric);
+		return;
+	}
+	f->api_version = fabric->api_version;
+	if (hml_table_take(&fabric->ops, &f->ops, f->prov)) {
+		hml_table_set(&f->ops.ops, domain, hml_domain_open);
+		hml_table_set(&f->ops.ops, domain2, hml_domain_open2);
+		fabric->ops = &f->ops.ops;
+	}
+	hml_fid_wrap(&f->h, &fabric->fid, release);
+	hml_debug("fabric %p wrapped, api %u.%u", fabric,
+		  FI_MAJOR(f->api_version), FI_MINOR(f->api_version));
+}

@@ -1,0 +1,97 @@
+/*
+ * The exported entry points. Every libfabric object descends from a fabric,
+ * and fi_fabric/fi_fabric2 are the only exported calls that make one, so
+ * they are the only symbols hmemloop interposes; everything below the fabric
+ * is reached through op tables. Each symbol version libfabric exports gets a
+ * definition of its own, so an old binary's fi_fabric@FABRIC_1.0, which
+ * passes an older attribute layout, reaches libfabric's compat entry.
+ */
+#include <dlfcn.h>
+
+#include "hml.h"
+#include "hml_config.h"
+#include "hml_log.h"
+
+__thread int hml_depth;
+
+typedef int (*fabric_fn)(void *attr, struct fid_fabric **fabric,
+			 void *context);
+typedef int (*fabric2_fn)(struct fi_info *info, struct fid_fabric **fabric,
+			  uint64_t flags, void *context);
+
+static void *resolve(const char *name, const char *version)
+{
+	void *fn = dlvsym(RTLD_NEXT, name, version);
+	void *lib;
+
+	/* libfabric loaded only by a plugin opened RTLD_LOCAL is not in the
+	 * global scope that RTLD_NEXT searches. */
+	if (!fn && (lib = dlopen("libfabric.so.1", RTLD_NOLOAD | RTLD_LAZY))) {
+		fn = dlvsym(lib, name, version);
+		dlclose(lib);
+	}
+	if (!fn)
+		hml_warn("libfabric's %s@%s not found", name, version);
+	return fn;
+}
+
+#define REAL(var, name, version) ({					\
+		if (!__atomic_load_n(&var, __ATOMIC_ACQUIRE))		\
+			__atomic_store_n(&var, resolve(name, version),	\
+					 __ATOMIC_RELEASE);		\
+		var; })
+
+/* Wrap what the application opened; libfabric's own fabrics pass. */
+static int opened(int ret, struct fid_fabric **fabric)
+{
+	if (!ret && hml_config.enable && !hml_depth)
+		hml_fabric_wrap(*fabric);
+	return ret;
+}
+
+HML_EXPORT int hml_fi_fabric_1_0(void *attr, struct fid_fabric **fabric,
+				 void *context);
+HML_EXPORT int hml_fi_fabric(struct fi_fabric_attr *attr,
+			     struct fid_fabric **fabric, void *context);
+HML_EXPORT int hml_fi_fabric2(struct fi_info *info,
+			      struct fid_fabric **fabric, uint64_t flags,
+			      void *context);
+__asm__(".symver hml_fi_fabric_1_0, fi_fabric@FABRIC_1.0");
+__asm__(".symver hml_fi_fabric, fi_fabric@@FABRIC_1.1");
+__asm__(".symver hml_fi_fabric2, fi_fabric2@@FABRIC_1.8");
+
+int hml_fi_fabric_1_0(void *attr, struct fid_fabric **fabric, void *context)
+{
+	static fabric_fn fn;
+
+	if (!REAL(fn, "fi_fabric", "FABRIC_1.0"))
+		return -FI_ENOSYS;
+	return opened(HML_FORWARD(fn(attr, fabric, context)), fabric);
+}
+
+int hml_fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		  void *context)
+{
+	static fabric_fn fn;
+
+	if (!REAL(fn, "fi_fabric", "FABRIC_1.1"))
+		return -FI_ENOSYS;
+	return opened(HML_FORWARD(fn(attr, fabric, context)), fabric);
+}
+
+/* libfabric 2.x; on 1.x nothing calls it. */
+int hml_fi_fabric2(struct fi_info *info, struct fid_fabric **fabric,
+		   uint64_t flags, void *context)
+{
+	static fabric2_fn fn;
+
+	if (!REAL(fn, "fi_fabric2", "FABRIC_1.8"))
+		return -FI_ENOSYS;
+	return opened(HML_FORWARD(fn(info, fabric, flags, context)), fabric);
+}
+
+__attribute__((constructor)) static void hml_init(void)
+{
+	hml_config_load();
+	hml_info("%s", hml_config.enable ? "enabled" : "loaded, not enabled");
+}

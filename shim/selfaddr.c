@@ -1,0 +1,270 @@
+/*
+ * Is an address an endpoint of this process? Every enabled connectionless
+ * endpoint's name is in one registry; a destination is resolved through the
+ * initiator's address vector and compared with it, byte for byte. The
+ * answer is cached per (address vector, fi_addr): operations to other
+ * processes then cost a few loads and no lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hml.h"
+#include "hml_log.h"
+
+static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct hml_ep *self_head;
+unsigned int hml_self_gen = 1;
+
+/* An EFA address holds GID, QPN, padding, QKEY and a pointer; only the
+ * first three name the endpoint (libfabric's efa_is_same_addr). */
+#define EFA_NAME_LEN 24
+#define EFA_PAD_OFF 18
+#define EFA_PAD_LEN 2
+
+static bool same_addr(const struct hml_ep *e, const void *addr, size_t len,
+		      uint32_t format)
+{
+	if (e->addr_format != format)
+		return false;
+	if (format == FI_ADDR_EFA)
+		return len >= EFA_NAME_LEN && e->namelen >= EFA_NAME_LEN &&
+		       !memcmp(e->name, addr, EFA_PAD_OFF) &&
+		       !memcmp(e->name + EFA_PAD_OFF + EFA_PAD_LEN,
+			       (const char *) addr + EFA_PAD_OFF + EFA_PAD_LEN,
+			       EFA_NAME_LEN - EFA_PAD_OFF - EFA_PAD_LEN);
+	return len == e->namelen && !memcmp(e->name, addr, len);
+}
+
+static bool unlink_locked(struct hml_ep *e)
+{
+	for (struct hml_ep **p = &self_head; *p; p = &(*p)->self_next) {
+		if (*p == e) {
+			*p = e->self_next;
+			return true;
+		}
+	}
+	return false;
+}
+
+void hml_self_add(struct hml_ep *e)
+{
+	pthread_rwlock_wrlock(&self_lock);
+	unlink_locked(e);
+	e->self_next = self_head;
+	self_head = e;
+	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&self_lock);
+	hml_debug("endpoint %p is local (%zu-byte name)", e->ep, e->namelen);
+}
+
+void hml_self_remove(struct hml_ep *e)
+{
+	pthread_rwlock_wrlock(&self_lock);
+	if (unlink_locked(e))
+		__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
+	pthread_rwlock_unlock(&self_lock);
+}
+
+struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format)
+{
+	struct hml_ep *e;
+
+	pthread_rwlock_rdlock(&self_lock);
+	for (e = self_head; e; e = e->self_next)
+		if (same_addr(e, addr, len, format))
+			break;
+	pthread_rwlock_unlock(&self_lock);
+	return e;
+}
+
+/*
+ * The cache: an open-addressed table of fi_addr keys, each pointing at an
+ * immutable verdict. Writers (under the AV's lock) publish new verdicts and,
+ * to grow, new tables; what they replace is kept until the AV closes, so a
+ * reader never needs a lock.
+ */
+struct verdict {
+	unsigned int stamp;		/* see stamp() */
+	struct hml_ep *ep;		/* NULL: not this process */
+	struct verdict *next;		/* all of an AV's, to free at close */
+};
+
+struct slot {
+	fi_addr_t addr;
+	struct verdict *verdict;
+};
+
+struct hml_av_cache {
+	size_t mask;
+	size_t used;
+	struct hml_av_cache *next_retired;
+	struct slot slots[];
+};
+
+#define CACHE_FIRST_SIZE 64
+
+static size_t hash(fi_addr_t addr)
+{
+	/* Table indices are small and dense: they index directly. */
+	return addr ^ (addr >> 29);
+}
+
+static struct slot *find(struct hml_av_cache *c, fi_addr_t addr)
+{
+	for (size_t i = hash(addr);; i++) {
+		struct slot *s = &c->slots[i & c->mask];
+		fi_addr_t a = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
+
+		if (a == addr || a == FI_ADDR_NOTAVAIL)
+			return s;
+	}
+}
+
+static struct hml_av_cache *cache_new(size_t n)
+{
+	struct hml_av_cache *c = malloc(sizeof(*c) + n * sizeof(c->slots[0]));
+
+	if (!c)
+		return NULL;
+	c->mask = n - 1;
+	c->used = 0;
+	c->next_retired = NULL;
+	for (size_t i = 0; i < n; i++)
+		c->slots[i] = (struct slot) { FI_ADDR_NOTAVAIL, NULL };
+	return c;
+}
+
+/* Called with av->lock held: a slot for addr, growing the table to keep it
+ * at most half full. */
+static struct slot *claim(struct hml_av *av, fi_addr_t addr)
+{
+	struct hml_av_cache *c = av->cache, *n;
+	struct slot *s = find(c, addr);
+
+	if (s->addr == addr)
+		return s;
+	if (2 * (c->used + 1) > c->mask + 1) {
+		n = cache_new(2 * (c->mask + 1));
+		if (!n)
+			return NULL;
+		for (size_t i = 0; i <= c->mask; i++) {
+			if (c->slots[i].addr == FI_ADDR_NOTAVAIL)
+				continue;
+			*find(n, c->slots[i].addr) = c->slots[i];
+			n->used++;
+		}
+		c->next_retired = av->retired;
+		av->retired = c;
+		__atomic_store_n(&av->cache, n, __ATOMIC_RELEASE);
+		c = n;
+		s = find(c, addr);
+	}
+	c->used++;
+	__atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
+	return s;
+}
+
+/* Ask the provider what address fi_addr stands for, and the registry whose
+ * it is. Any doubt answers "not this process": that only costs speed. */
+static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
+{
+	char name[sizeof(((struct hml_ep *) 0)->name)];
+	size_t len = sizeof(name);
+
+	if (av->prov->lookup(av->av, addr, name, &len) || len > sizeof(name))
+		return NULL;
+	return hml_self_find(name, len, av->addr_format);
+}
+
+static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
+			    unsigned int stamp)
+{
+	struct verdict *v = malloc(sizeof(*v));
+	struct hml_ep *ep = resolve(av, addr);
+	struct slot *s;
+
+	if (!v)
+		return ep;
+	v->stamp = stamp;
+	v->ep = ep;
+	pthread_mutex_lock(&av->lock);
+	s = claim(av, addr);
+	if (s) {
+		v->next = av->verdicts;
+		av->verdicts = v;
+		__atomic_store_n(&s->verdict, v, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&av->lock);
+	if (!s)
+		free(v);
+	return ep;
+}
+
+static struct hml_ep *target_ep(struct hml_ep *e, fi_addr_t addr, int bits)
+{
+	int idx;
+
+	if (!e || !bits)
+		return e;
+	/* A scalable endpoint: the high bits choose its receive context. */
+	idx = addr >> (64 - bits);
+	if (!e->rx_ctx || idx >= e->rx_ctx_cnt)
+		return NULL;
+	return e->rx_ctx[idx];
+}
+
+/* Both counts only grow, so their sum changes whenever either does: the
+ * registry (an endpoint enabled, renamed, closed) or the AV (an address
+ * inserted or removed; table indices are reused). */
+static unsigned int stamp(const struct hml_av *av)
+{
+	return __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE) +
+	       __atomic_load_n(&av->gen, __ATOMIC_ACQUIRE);
+}
+
+void hml_av_changed(struct hml_av *av)
+{
+	__atomic_add_fetch(&av->gen, 1, __ATOMIC_RELEASE);
+}
+
+struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
+{
+	unsigned int now = stamp(av);
+	fi_addr_t key = addr;
+	struct hml_av_cache *c;
+	struct verdict *v;
+	struct slot *s;
+
+	if (addr == FI_ADDR_NOTAVAIL)
+		return NULL;
+	if (av->rx_ctx_bits)
+		key &= (1ULL << (64 - av->rx_ctx_bits)) - 1;
+	c = __atomic_load_n(&av->cache, __ATOMIC_ACQUIRE);
+	s = find(c, key);
+	v = __atomic_load_n(&s->verdict, __ATOMIC_ACQUIRE);
+	if (!v || s->addr != key || v->stamp != now)
+		return target_ep(learn(av, key, now), addr, av->rx_ctx_bits);
+	return target_ep(v->ep, addr, av->rx_ctx_bits);
+}
+
+int hml_av_cache_init(struct hml_av *av)
+{
+	av->cache = cache_new(CACHE_FIRST_SIZE);
+	return av->cache ? 0 : -FI_ENOMEM;
+}
+
+void hml_av_cache_fini(struct hml_av *av)
+{
+	struct hml_av_cache *c, *cn;
+	struct verdict *v, *vn;
+
+	for (c = av->retired; c; c = cn) {
+		cn = c->next_retired;
+		free(c);
+	}
+	free(av->cache);
+	for (v = av->verdicts; v; v = vn) {
+		vn = v->next;
+		free(v);
+	}
+}

@@ -1,0 +1,355 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hmltest.h"
+
+const char *t_prov = "tcp;ofi_rxm";
+
+static void vsay(const char *tag, const char *fmt, va_list ap)
+{
+	printf("%s: ", tag);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+void t_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("FAIL", fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void t_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("SKIP", fmt, ap);
+	va_end(ap);
+	exit(T_SKIP);
+}
+
+void t_ok(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsay("ok", fmt, ap);
+	va_end(ap);
+}
+
+long t_fi_check(long ret, const char *what, int line)
+{
+	if (ret < 0)
+		t_fail("line %d: %s: %ld (%s)", line, what, ret,
+		       fi_strerror((int) -ret));
+	return ret;
+}
+
+void t_init(int argc, char **argv, const char *opts)
+{
+	char all[64];
+	int c;
+
+	snprintf(all, sizeof(all), "p:%s", opts ? opts : "");
+	while ((c = getopt(argc, argv, all)) != -1) {
+		if (c == 'p')
+			t_prov = optarg;
+		else if (c == '?')
+			t_fail("usage: %s [-p PROVIDER]", argv[0]);
+		else
+			break;
+	}
+	optind = 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+static struct fi_info *hints_for(const struct t_opts *o)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	h->caps = o && o->caps ? o->caps : FI_MSG | FI_TAGGED | FI_RMA;
+	h->mode = o ? o->mode : 0;
+	h->ep_attr->type = o && o->type ? o->type : FI_EP_RDM;
+	h->domain_attr->mr_mode = o && o->mr_mode ? o->mr_mode :
+		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->domain_attr->threading = o && o->threading ? o->threading :
+				    FI_THREAD_SAFE;
+	h->fabric_attr->prov_name = strdup(t_prov);
+	if (o)
+		h->tx_attr->op_flags = o->tx_op_flags;
+	return h;
+}
+
+void t_open(struct t_fabric *f, const struct t_opts *o)
+{
+	struct fi_info *hints = hints_for(o);
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
+	fi_freeinfo(hints);
+	if (ret == -FI_ENODATA)
+		t_skip("provider %s is not available here with what the test "
+		       "needs", t_prov);
+	t_fi(ret);
+	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
+	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
+}
+
+void t_close(struct t_fabric *f)
+{
+	t_fi(fi_close(&f->domain->fid));
+	t_fi(fi_close(&f->fabric->fid));
+	fi_freeinfo(f->info);
+}
+
+void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
+{
+	struct fi_cq_attr cq_attr = {
+		.format = o && o->cq_format ? o->cq_format :
+			  FI_CQ_FORMAT_TAGGED,
+		.wait_obj = FI_WAIT_NONE,
+	};
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+
+	memset(e, 0, sizeof(*e));
+	e->f = f;
+	t_fi(fi_endpoint(f->domain, f->info, &e->ep, NULL));
+	t_fi(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
+	t_fi(fi_av_open(f->domain, &av_attr, &e->av, NULL));
+	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
+	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
+	t_fi(fi_enable(e->ep));
+	e->namelen = sizeof(e->name);
+	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
+	t_progress(e->cq);
+}
+
+void t_ep_close(struct t_ep *e)
+{
+	t_unprogress(e->cq);
+	t_fi(fi_close(&e->ep->fid));
+	t_fi(fi_close(&e->av->fid));
+	t_fi(fi_close(&e->cq->fid));
+}
+
+fi_addr_t t_insert(struct t_ep *e, const void *name)
+{
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+
+	t_assert(fi_av_insert(e->av, name, 1, &addr, 0, NULL) == 1,
+		 "fi_av_insert failed");
+	return addr;
+}
+
+void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
+	   uint64_t key, struct t_mr *m)
+{
+	t_fi(fi_mr_reg(f->domain, buf, len, access, 0, key, 0, &m->mr, NULL));
+	m->desc = fi_mr_desc(m->mr);
+	m->key = fi_mr_key(m->mr);
+	m->base = buf;
+}
+
+uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
+{
+	if (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+		return (uintptr_t) m->base + off;
+	return off;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct fid_cq *driven[8];
+
+void t_progress(struct fid_cq *cq)
+{
+	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++) {
+		if (!driven[i] || driven[i] == cq) {
+			driven[i] = cq;
+			return;
+		}
+	}
+	t_fail("too many CQs to drive");
+}
+
+void t_unprogress(struct fid_cq *cq)
+{
+	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
+		if (driven[i] == cq)
+			driven[i] = NULL;
+}
+
+void t_drive(struct fid_cq *cq)
+{
+	fi_cq_read(cq, NULL, 0);
+	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
+		if (driven[i] && driven[i] != cq)
+			fi_cq_read(driven[i], NULL, 0);
+}
+
+static void drive(void)
+{
+	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
+		if (driven[i])
+			fi_cq_read(driven[i], NULL, 0);
+}
+
+static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
+		    struct fi_cq_err_entry *err, double seconds)
+{
+	struct fi_cq_tagged_entry tmp;
+	double end = now() + seconds;
+	ssize_t ret;
+
+	for (;;) {
+		ret = fi_cq_read(cq, ent ? ent : &tmp, 1);
+		if (ret == 1)
+			return 0;
+		if (ret == -FI_EAVAIL) {
+			struct fi_cq_err_entry e = { 0 };
+
+			t_assert(fi_cq_readerr(cq, &e, 0) == 1,
+				 "fi_cq_readerr after -FI_EAVAIL returned no entry");
+			if (err)
+				*err = e;
+			return 1;
+		}
+		if (ret != -FI_EAGAIN)
+			t_fail("fi_cq_read: %zd (%s)", ret, fi_strerror(-ret));
+		drive();
+		if (now() > end)
+			return -FI_EAGAIN;
+	}
+}
+
+int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
+	   struct fi_cq_err_entry *err)
+{
+	const char *s = getenv("HMEMLOOP_TEST_WAIT");
+
+	return wait_for(cq, ent, err, s ? atof(s) : 10);
+}
+
+bool t_quiet(struct fid_cq *cq, int ms)
+{
+	return wait_for(cq, NULL, NULL, ms / 1e3) == -FI_EAGAIN;
+}
+
+void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len)
+{
+	struct fi_cq_tagged_entry ent;
+	struct fi_cq_err_entry err;
+	int ret = t_wait(cq, &ent, &err);
+
+	if (ret < 0)
+		t_fail("no completion for context %p", ctx);
+	if (ret > 0)
+		t_fail("error completion for context %p: err %d (%s), "
+		       "prov_errno %d", err.op_context, err.err,
+		       fi_strerror(err.err), err.prov_errno);
+	t_assert(ent.op_context == ctx, "completion for context %p, "
+		 "expected %p", ent.op_context, ctx);
+	t_assert((ent.flags & flags) == flags, "completion flags %#lx lack %#lx",
+		 (unsigned long) ent.flags, (unsigned long) flags);
+	t_assert(len == (size_t) -1 || ent.len == len,
+		 "completion len %zu, expected %zu", ent.len, len);
+}
+
+void t_cu_check(CUresult r, const char *what, int line)
+{
+	const char *s = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return;
+	cuGetErrorString(r, &s);
+	t_fail("line %d: %s: %d (%s)", line, what, r, s ? s : "?");
+}
+
+void t_cuda_init(void)
+{
+	CUcontext ctx;
+	CUdevice dev;
+	CUresult r;
+
+	r = cuInit(0);
+	if (r == CUDA_ERROR_NO_DEVICE)
+		t_skip("no CUDA device");
+	t_cu(r);
+	t_cu(cuDeviceGet(&dev, 0));
+	t_cu(cuDevicePrimaryCtxRetain(&ctx, dev));
+	t_cu(cuCtxSetCurrent(ctx));
+}
+
+void *t_dev_alloc(size_t n)
+{
+	CUdeviceptr p;
+
+	t_cu(cuMemAlloc(&p, n));
+	return (void *) (uintptr_t) p;
+}
+
+void t_dev_free(void *p)
+{
+	t_cu(cuMemFree((CUdeviceptr) (uintptr_t) p));
+}
+
+void t_dev_put(void *dev, const void *host, size_t n)
+{
+	t_cu(cuMemcpyHtoD((CUdeviceptr) (uintptr_t) dev, host, n));
+	t_cu(cuCtxSynchronize());
+}
+
+/* No synchronization first: a copy still in flight must show. */
+void t_dev_get(void *host, const void *dev, size_t n)
+{
+	t_cu(cuMemcpyDtoH(host, (CUdeviceptr) (uintptr_t) dev, n));
+}
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+	uint32_t x = (uint32_t) i * 2654435761u + seed * 40503u + seed;
+
+	return (uint8_t) (x >> 13 ^ x);
+}
+
+void t_fill(void *buf, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		((uint8_t *) buf)[i] = pattern(i, seed);
+}
+
+bool t_check(const void *buf, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((const uint8_t *) buf)[i] != pattern(i, seed))
+			return false;
+	return true;
+}
+
+uint32_t t_crc(const void *buf, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= ((const uint8_t *) buf)[i];
+		for (int k = 0; k < 8; k++)
+			c = c >> 1 ^ (0xedb88320u & -(c & 1));
+	}
+	return ~c;
+}

@@ -1,0 +1,109 @@
+/* Helpers shared by the test programs: set up a provider, endpoints,
+ * registrations and device memory; wait for completions; report. */
+#ifndef HMLTEST_H
+#define HMLTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#define T_SKIP 77
+
+extern const char *t_prov;
+
+/* Parse -p PROVIDER; other options are left from optind on. */
+void t_init(int argc, char **argv, const char *opts);
+void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void t_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define t_assert(cond, ...) do { if (!(cond)) t_fail(__VA_ARGS__); } while (0)
+#define t_fi(call) t_fi_check((call), #call, __LINE__)
+long t_fi_check(long ret, const char *what, int line);
+
+struct t_opts {
+	uint64_t caps;			/* default FI_MSG|FI_TAGGED|FI_RMA */
+	uint64_t mr_mode;		/* default: what the tests can handle */
+	uint64_t mode;
+	enum fi_ep_type type;		/* default FI_EP_RDM */
+	enum fi_cq_format cq_format;	/* default FI_CQ_FORMAT_TAGGED */
+	uint64_t tx_op_flags;
+	enum fi_threading threading;
+};
+
+struct t_fabric {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+};
+
+struct t_ep {
+	struct t_fabric *f;
+	struct fid_ep *ep;
+	struct fid_cq *cq;		/* transmit and receive */
+	struct fid_av *av;
+	char name[256];
+	size_t namelen;
+};
+
+struct t_mr {
+	struct fid_mr *mr;
+	void *desc;
+	uint64_t key;
+	void *base;
+};
+
+void t_open(struct t_fabric *f, const struct t_opts *o);
+void t_close(struct t_fabric *f);
+void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
+void t_ep_close(struct t_ep *e);
+fi_addr_t t_insert(struct t_ep *e, const void *name);
+void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
+	   uint64_t key, struct t_mr *m);
+/* The address an initiator names for byte off of a region. */
+uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
+
+/* Wait for the next completion: 0 and *ent, 1 and *err for an error
+ * entry, -FI_EAGAIN after HMEMLOOP_TEST_WAIT seconds (default 10). */
+int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
+	   struct fi_cq_err_entry *err);
+/* Also drive this CQ's progress while waiting on others (t_ep_open does
+ * it for each endpoint's CQ: providers with manual progress need the
+ * target's CQ read for data to land). */
+void t_progress(struct fid_cq *cq);
+void t_unprogress(struct fid_cq *cq);
+void t_drive(struct fid_cq *cq);
+/* True if no completion arrives within ms milliseconds. */
+bool t_quiet(struct fid_cq *cq, int ms);
+/* Wait for a success entry with this context, failing on anything else. */
+void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len);
+/* Post, retrying while the provider says -FI_EAGAIN, driving progress. */
+#define t_post(cq, call) ({ ssize_t r_;					\
+		while ((r_ = (call)) == -FI_EAGAIN)			\
+			t_drive(cq);					\
+		t_fi_check(r_, #call, __LINE__); })
+
+/* CUDA: device 0's primary context, current on the calling thread. */
+void t_cuda_init(void);
+void *t_dev_alloc(size_t n);
+void t_dev_free(void *p);
+void t_dev_put(void *dev, const void *host, size_t n);
+void t_dev_get(void *host, const void *dev, size_t n);
+#define t_cu(call) t_cu_check((call), #call, __LINE__)
+void t_cu_check(CUresult r, const char *what, int line);
+
+/* Byte patterns: fill with a seed, or check every byte against one. */
+void t_fill(void *buf, size_t n, unsigned seed);
+bool t_check(const void *buf, size_t n, unsigned seed);
+uint32_t t_crc(const void *buf, size_t n);
+
+#endif

@@ -1,0 +1,27 @@
+# Test programs, the harness and its list. tests/TESTS says how each runs.
+check_LTLIBRARIES += tests/libhmltest.la
+tests_libhmltest_la_SOURCES = tests/common.c tests/hmltest.h
+LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
+
+check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
+	tests/reproducer tests/closeorder
+tests_tables_SOURCES = tests/tables_main.c tests/tables.c
+tests_dlopen_LDADD = $(LIBS)
+
+# tests/tables.c again, as a plugin that tests/dlopen opens RTLD_LOCAL.
+check_LTLIBRARIES += tests/libtables.la
+tests_libtables_la_SOURCES = tests/tables.c
+tests_libtables_la_CFLAGS = $(AM_CFLAGS)
+tests_libtables_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+tests_libtables_la_LIBADD = $(LDADD)
+
+EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/inert tests/config \
+	tests/closing
+
+check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
+		$(lib_LTLIBRARIES)
+	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
+		$(SHELL) $(srcdir)/tests/harness
+
+clean-local:
+	rm -rf tests/logs

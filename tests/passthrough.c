@@ -1,0 +1,248 @@
+/*
+ * Host-memory traffic that hmemloop must leave exactly as the provider does
+ * it: RMA, messages and tagged messages, between two endpoints of this
+ * process and between two processes. Every completion and every buffer is
+ * printed as a "digest:" line; the harness runs this with and without
+ * hmemloop and compares them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hmltest.h"
+
+#define LEN 4096
+
+struct side {
+	struct t_fabric f;
+	struct t_ep e;
+	char buf[LEN];
+	struct t_mr mr;
+	uint64_t caps;
+};
+
+/* Where digests go: the peer process keeps its own until the end, so that
+ * the order of lines does not depend on scheduling. */
+static FILE *out;
+
+static void digest(const char *what, struct fid_cq *cq, void *ctx,
+		   const void *buf, size_t len)
+{
+	struct fi_cq_tagged_entry ent;
+	struct fi_cq_err_entry err;
+	int ret = t_wait(cq, &ent, &err);
+
+	if (ret < 0)
+		t_fail("%s: no completion", what);
+	if (ret > 0) {
+		fprintf(out, "digest: %s error %d olen %zu\n", what, err.err,
+			err.olen);
+		return;
+	}
+	t_assert(ent.op_context == ctx, "%s: context %p, expected %p", what,
+		 ent.op_context, ctx);
+	fprintf(out, "digest: %s flags %#lx len %zu data %#lx tag %#lx crc %08x\n",
+		what, (unsigned long) ent.flags, ent.len,
+	       (unsigned long) ent.data, (unsigned long) ent.tag,
+	       buf ? t_crc(buf, len) : 0);
+}
+
+static void side_open(struct side *s, unsigned seed)
+{
+	t_open(&s->f, NULL);
+	t_ep_open(&s->e, &s->f, NULL);
+	s->caps = s->f.info->caps;
+	t_fill(s->buf, LEN, seed);
+	t_reg(&s->f, s->buf, LEN, FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+	      FI_REMOTE_READ | FI_REMOTE_WRITE, 7, &s->mr);
+}
+
+static void side_close(struct side *s)
+{
+	t_fi(fi_close(&s->mr.mr->fid));
+	t_ep_close(&s->e);
+	t_close(&s->f);
+}
+
+/* What the initiator needs to know of the target's region. */
+struct target {
+	uint64_t addr, key;
+};
+
+static void rma(struct side *a, fi_addr_t dest, struct target t,
+		const char *tag)
+{
+	char what[64];
+	int ctx[3];
+
+	t_fill(a->buf, 256, 11);
+	snprintf(what, sizeof(what), "%s write", tag);
+	t_post(a->e.cq, fi_write(a->e.ep, a->buf, 256, a->mr.desc, dest,
+				 t.addr, t.key, &ctx[0]));
+	digest(what, a->e.cq, &ctx[0], NULL, 0);
+
+	snprintf(what, sizeof(what), "%s read", tag);
+	t_post(a->e.cq, fi_read(a->e.ep, a->buf + 1024, 512, a->mr.desc, dest,
+				t.addr + 128, t.key, &ctx[1]));
+	digest(what, a->e.cq, &ctx[1], a->buf + 1024, 512);
+}
+
+static void msgs(struct side *a, fi_addr_t dest, bool tagged, const char *tag)
+{
+	char what[64];
+	int ctx;
+
+	snprintf(what, sizeof(what), "%s %s", tag, tagged ? "tsend" : "send");
+	if (tagged)
+		t_post(a->e.cq, fi_tsend(a->e.ep, a->buf, 300, a->mr.desc, dest,
+					 0x1234, &ctx));
+	else
+		t_post(a->e.cq, fi_send(a->e.ep, a->buf, 300, a->mr.desc, dest,
+					&ctx));
+	digest(what, a->e.cq, &ctx, NULL, 0);
+}
+
+static void recv_one(struct side *b, bool tagged, void *ctx)
+{
+	if (tagged)
+		t_post(b->e.cq, fi_trecv(b->e.ep, b->buf + 2048, 1024, b->mr.desc,
+					 FI_ADDR_UNSPEC, 0x1234, 0, ctx));
+	else
+		t_post(b->e.cq, fi_recv(b->e.ep, b->buf + 2048, 1024, b->mr.desc,
+					FI_ADDR_UNSPEC, ctx));
+}
+
+static struct target target_of(struct side *b)
+{
+	return (struct target) { t_raddr(&b->f, &b->mr, 0), b->mr.key };
+}
+
+static void same_process(void)
+{
+	struct side *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	fi_addr_t ab;
+	int rctx;
+
+	side_open(a, 1);
+	side_open(b, 2);
+	ab = t_insert(&a->e, b->e.name);
+
+	rma(a, ab, target_of(b), "self");
+	fprintf(out, "digest: self target crc %08x\n", t_crc(b->buf, LEN));
+	for (int tagged = 0; tagged < 2; tagged++) {
+		recv_one(b, tagged, &rctx);
+		msgs(a, ab, tagged, "self");
+		digest(tagged ? "self trecv" : "self recv", b->e.cq, &rctx,
+		       b->buf + 2048, 300);
+	}
+	/* And an endpoint to itself. */
+	rma(a, t_insert(&a->e, a->e.name), target_of(a), "loop");
+	side_close(a);
+	side_close(b);
+	free(a);
+	free(b);
+}
+
+static void xread(int fd, void *p, size_t n)
+{
+	t_assert(read(fd, p, n) == (ssize_t) n, "pipe read");
+}
+
+static void xwrite(int fd, const void *p, size_t n)
+{
+	t_assert(write(fd, p, n) == (ssize_t) n, "pipe write");
+}
+
+/* Read one byte, driving progress meanwhile: with manual progress RMA
+ * lands only while the target reads its CQ. */
+static void await(int fd, struct fid_cq *cq)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	while (poll(&p, 1, 0) == 0)
+		t_drive(cq);
+	xread(fd, &c, 1);
+}
+
+/* The peer process: a target for RMA and a receiver of messages. */
+static void peer(int rfd, int wfd)
+{
+	struct side *b = calloc(1, sizeof(*b));
+	struct target t;
+	char *text;
+	size_t size;
+	int rctx;
+
+	out = open_memstream(&text, &size);
+	side_open(b, 3);
+	t = target_of(b);
+	xwrite(wfd, &b->e.namelen, sizeof(b->e.namelen));
+	xwrite(wfd, b->e.name, b->e.namelen);
+	xwrite(wfd, &t, sizeof(t));
+	for (int tagged = 0; tagged < 2; tagged++) {
+		recv_one(b, tagged, &rctx);
+		xwrite(wfd, "r", 1);
+		digest(tagged ? "peer trecv" : "peer recv", b->e.cq, &rctx,
+		       b->buf + 2048, 300);
+	}
+	await(rfd, b->e.cq);
+	fprintf(out, "digest: peer target crc %08x\n", t_crc(b->buf, 2048));
+	side_close(b);
+	fclose(out);
+	fputs(text, stdout);
+	exit(0);
+}
+
+static void two_processes(void)
+{
+	int to_peer[2], from_peer[2], st;
+	struct side *a = calloc(1, sizeof(*a));
+	char name[256], ready;
+	struct target t;
+	size_t len;
+	fi_addr_t dest;
+	pid_t pid;
+
+	t_assert(!pipe(to_peer) && !pipe(from_peer), "pipe");
+	fflush(stdout);
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	if (!pid) {
+		close(to_peer[1]);
+		close(from_peer[0]);
+		peer(to_peer[0], from_peer[1]);
+	}
+	close(to_peer[0]);
+	close(from_peer[1]);
+	xread(from_peer[0], &len, sizeof(len));
+	t_assert(len <= sizeof(name), "peer name too long");
+	xread(from_peer[0], name, len);
+	xread(from_peer[0], &t, sizeof(t));
+
+	side_open(a, 4);
+	dest = t_insert(&a->e, name);
+	for (int tagged = 0; tagged < 2; tagged++) {
+		xread(from_peer[0], &ready, 1);
+		msgs(a, dest, tagged, "remote");
+	}
+	rma(a, dest, t, "remote");
+	xwrite(to_peer[1], "g", 1);
+	t_assert(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		 !WEXITSTATUS(st), "peer process failed: status %#x", st);
+	side_close(a);
+	free(a);
+}
+
+int main(int argc, char **argv)
+{
+	t_init(argc, argv, NULL);
+	out = stdout;
+	same_process();
+	two_processes();
+	t_ok("pass-through traffic on %s", t_prov);
+	return 0;
+}

@@ -1,0 +1,265 @@
+/*
+ * The bug hmemloop exists for, reproduced: one process, its own address in
+ * its address vector, CUDA device memory registered as ordinary memory, and
+ * a transfer between two of its buffers. Without hmemloop each provider
+ * fails the way measured on an H200 (../shared/notes/measurements.md); this
+ * test asserts that it does, so the suite provably sees the bug. Through
+ * hmemloop every transfer must deliver the right bytes instead.
+ *
+ * Each operation runs in a child process, since some of them crash it.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hmltest.h"
+
+#define LEN (64 * 1024)
+
+enum outcome {
+	OK = 0,			/* right bytes, right completions */
+	ERR_CQE = 10,		/* an error completion */
+	NO_CQE = 11,		/* no completion in time */
+	BAD_BYTES = 12,		/* completed, wrong bytes */
+	POST_ERR = 13,		/* the post itself failed */
+	CRASH = 100,		/* killed by a signal */
+};
+
+enum op { WRITE, WRITEMSG, READ, WRITEDATA, SEND, SEND_FIRST, SENDDATA,
+	  TSEND, TRUNC, NOPS };
+
+static const char *const op_names[NOPS] = {
+	"fi_write", "fi_writemsg", "fi_read", "fi_writedata",
+	"fi_send into a posted fi_recv", "fi_send before fi_recv",
+	"fi_senddata", "fi_tsend", "fi_send truncated",
+};
+
+static unsigned B(int o)
+{
+	switch (o) {
+	case ERR_CQE: return 1;
+	case NO_CQE: return 2;
+	case BAD_BYTES: return 4;
+	case POST_ERR: return 8;
+	case CRASH: return 16;
+	default: return 0;
+	}
+}
+
+/* What each provider does on a GPU without hmemloop, as measured. */
+static unsigned expected(enum op op)
+{
+	if (!strcmp(t_prov, "shm")) {
+		if (op == WRITE || op == WRITEMSG || op == READ || op == SEND)
+			return B(ERR_CQE);
+		return B(CRASH) | B(ERR_CQE);
+	}
+	if (!strcmp(t_prov, "tcp;ofi_rxm"))
+		return B(ERR_CQE) | B(NO_CQE);
+	if (!strcmp(t_prov, "sockets"))
+		return B(NO_CQE) | B(CRASH);
+	if (!strcmp(t_prov, "udp;ofi_rxd"))
+		return B(CRASH) | B(NO_CQE);
+	return B(ERR_CQE) | B(NO_CQE) | B(CRASH) | B(BAD_BYTES) | B(POST_ERR);
+}
+
+static const char *outcome_name(int o)
+{
+	switch (o) {
+	case OK: return "success";
+	case ERR_CQE: return "error completion";
+	case NO_CQE: return "no completion";
+	case BAD_BYTES: return "wrong bytes";
+	case POST_ERR: return "post failed";
+	case CRASH: return "crash";
+	default: return "test failure";
+	}
+}
+
+struct setup {
+	struct t_fabric f;
+	struct t_ep a, b;	/* a sends, b receives and is the RMA target */
+	fi_addr_t dest;
+	void *src, *dst;	/* device buffers */
+	struct t_mr src_mr, dst_mr;
+};
+
+static int wait_one(struct fid_cq *cq, void *ctx, int *errno_out)
+{
+	struct fi_cq_tagged_entry ent;
+	struct fi_cq_err_entry err;
+	int ret = t_wait(cq, &ent, &err);
+
+	if (ret < 0)
+		return NO_CQE;
+	if (ret > 0) {
+		if (errno_out)
+			*errno_out = err.err;
+		printf("error completion: err %d (%s)\n", err.err,
+		       fi_strerror(err.err));
+		return ERR_CQE;
+	}
+	t_assert(ent.op_context == ctx, "completion for another context");
+	return OK;
+}
+
+static int post(ssize_t ret)
+{
+	if (ret && ret != -FI_EAGAIN) {
+		printf("post: %zd (%s)\n", ret, fi_strerror((int) -ret));
+		return POST_ERR;
+	}
+	return OK;
+}
+
+/* Post, retrying while the provider asks to, as applications do. */
+#define RETRY(cq, call) ({ ssize_t r_;					\
+		while ((r_ = (call)) == -FI_EAGAIN)			\
+			t_drive(cq);					\
+		r_; })
+
+/* In the child: one operation, its result as the exit status. */
+static int run(enum op op)
+{
+	struct setup s;
+	char *host = malloc(LEN), *back = malloc(LEN);
+	int sctx, rctx, ret, err = 0;
+	size_t rlen = op == TRUNC ? LEN / 2 : LEN;
+
+	t_cuda_init();
+	t_open(&s.f, NULL);
+	t_ep_open(&s.a, &s.f, NULL);
+	t_ep_open(&s.b, &s.f, NULL);
+	s.dest = t_insert(&s.a, s.b.name);
+	s.src = t_dev_alloc(LEN);
+	s.dst = t_dev_alloc(LEN);
+	t_fill(host, LEN, 1);
+	t_dev_put(s.src, host, LEN);
+	t_fill(host, LEN, 2);
+	t_dev_put(s.dst, host, LEN);
+	t_reg(&s.f, s.src, LEN, FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ |
+	      FI_REMOTE_WRITE, 1, &s.src_mr);
+	/* Some providers' libraries (psm) catch SIGSEGV to print and exit:
+	 * let a crash be one. */
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGBUS, SIG_DFL);
+	t_reg(&s.f, s.dst, LEN, FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ |
+	      FI_READ | FI_WRITE, 2, &s.dst_mr);
+
+	if (op == SEND || op == SENDDATA || op == TSEND || op == TRUNC) {
+		ret = op == TSEND ?
+			RETRY(s.b.cq, fi_trecv(s.b.ep, s.dst, rlen, s.dst_mr.desc,
+				 FI_ADDR_UNSPEC, 7, 0, &rctx)) :
+			RETRY(s.b.cq, fi_recv(s.b.ep, s.dst, rlen, s.dst_mr.desc,
+					      FI_ADDR_UNSPEC, &rctx));
+		if (post(ret))
+			return POST_ERR;
+	}
+	switch (op) {
+	case WRITE:
+		ret = RETRY(s.a.cq, fi_write(s.a.ep, s.src, LEN, s.src_mr.desc, s.dest,
+			       t_raddr(&s.f, &s.dst_mr, 0), s.dst_mr.key, &sctx));
+		break;
+	case WRITEMSG: {
+		struct iovec iov = { s.src, LEN };
+		struct fi_rma_iov riov = { t_raddr(&s.f, &s.dst_mr, 0), LEN,
+					   s.dst_mr.key };
+		struct fi_msg_rma msg = {
+			.msg_iov = &iov, .desc = &s.src_mr.desc, .iov_count = 1,
+			.addr = s.dest, .rma_iov = &riov, .rma_iov_count = 1,
+			.context = &sctx,
+		};
+		ret = RETRY(s.a.cq, fi_writemsg(s.a.ep, &msg, FI_COMPLETION));
+		break;
+	}
+	case READ:
+		/* Read the target's bytes (seed 2) into the source buffer. */
+		ret = RETRY(s.a.cq, fi_read(s.a.ep, s.src, LEN, s.src_mr.desc, s.dest,
+			      t_raddr(&s.f, &s.dst_mr, 0), s.dst_mr.key, &sctx));
+		break;
+	case WRITEDATA:
+		ret = RETRY(s.a.cq, fi_writedata(s.a.ep, s.src, LEN, s.src_mr.desc, 0x5eed,
+				   s.dest, t_raddr(&s.f, &s.dst_mr, 0),
+				   s.dst_mr.key, &sctx));
+		break;
+	case SENDDATA:
+		ret = RETRY(s.a.cq, fi_senddata(s.a.ep, s.src, LEN, s.src_mr.desc, 0x5eed,
+				  s.dest, &sctx));
+		break;
+	case TSEND:
+		ret = RETRY(s.a.cq, fi_tsend(s.a.ep, s.src, LEN, s.src_mr.desc, s.dest, 7,
+			       &sctx));
+		break;
+	default:	/* SEND, SEND_FIRST, TRUNC */
+		ret = RETRY(s.a.cq, fi_send(s.a.ep, s.src, LEN, s.src_mr.desc, s.dest, &sctx));
+		break;
+	}
+	if (post(ret))
+		return POST_ERR;
+	if (op == SEND_FIRST &&
+	    post(RETRY(s.b.cq, fi_recv(s.b.ep, s.dst, LEN, s.dst_mr.desc,
+				       FI_ADDR_UNSPEC, &rctx))))
+		return POST_ERR;
+
+	ret = wait_one(s.a.cq, &sctx, NULL);
+	if (ret)
+		return ret;
+	if (op >= SEND) {
+		ret = wait_one(s.b.cq, &rctx, &err);
+		/* Truncation is right when reported as such. */
+		if (op == TRUNC && ret == ERR_CQE && err == FI_ETRUNC)
+			ret = OK;
+		if (ret)
+			return ret;
+	}
+	if (op == READ) {
+		t_dev_get(back, s.src, LEN);
+		return t_check(back, LEN, 2) ? OK : BAD_BYTES;
+	}
+	t_dev_get(back, s.dst, LEN);
+	return t_check(back, rlen, 1) ? OK : BAD_BYTES;
+}
+
+int main(int argc, char **argv)
+{
+	const char *enable = getenv("HMEMLOOP_ENABLE");
+	bool shim = enable && !strcmp(enable, "1");
+	int failures = 0;
+
+	t_init(argc, argv, NULL);
+	/* Some failures are "no completion": wait 3 s for one, not 10. */
+	setenv("HMEMLOOP_TEST_WAIT", "3", 0);
+	for (enum op op = 0; op < NOPS; op++) {
+		int st, got;
+		pid_t pid;
+
+		fflush(stdout);
+		pid = fork();
+		t_assert(pid >= 0, "fork");
+		if (!pid)
+			exit(run(op));
+		t_assert(waitpid(pid, &st, 0) == pid, "waitpid");
+		if (WIFSIGNALED(st))
+			got = CRASH;
+		else if (WEXITSTATUS(st) == T_SKIP)
+			t_skip("%s: provider or device not available", t_prov);
+		else
+			got = WEXITSTATUS(st);
+		if (got == CRASH)
+			printf("%s: killed by signal %d\n", op_names[op],
+			       WTERMSIG(st));
+		if (shim ? got == OK : (got != OK && (expected(op) & B(got)))) {
+			t_ok("%s on %s: %s", op_names[op], t_prov,
+			     outcome_name(got));
+		} else {
+			printf("FAIL: %s on %s: %s, expected %s\n", op_names[op],
+			       t_prov, outcome_name(got),
+			       shim ? "success" : "the measured failure");
+			failures++;
+		}
+	}
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,6 @@
+int tables_main(int argc, char **argv);
+
+int main(int argc, char **argv)
+{
+	return tables_main(argc, argv);
+}
