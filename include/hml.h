@@ -25,6 +25,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "hml_cuda.h"
+
 #define HML_EXPORT __attribute__((visibility("default")))
 
 /*
@@ -113,8 +115,7 @@ struct hml_cntr {
 	int events;			/* enum fi_cntr_events */
 };
 
-void hml_cntr_wrap(struct hml_domain *d, struct fid_cntr *cntr,
-		   const struct fi_cntr_attr *attr);
+void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
 /* cq.c and completion.c */
@@ -139,23 +140,24 @@ struct hml_cq {
 	enum fi_cq_format format;
 	size_t entry_size;
 
+	/* completion.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
-	size_t pending;			/* atomic: entries in the ring */
+	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
-	size_t head, cap;
-	struct fi_cq_err_entry err;	/* the last error handed out */
+	size_t head, count, cap;
 };
 
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
+size_t hml_cq_entry_size(enum fi_cq_format format);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
-bool hml_cq_pop(struct hml_cq *cq, struct hml_cqe *e, bool want_err);
-void hml_cq_fill(const struct hml_cq *cq, void *buf, const struct hml_cqe *e);
-void hml_cq_fill_err(const struct hml_cq *cq, struct fi_cq_err_entry *buf,
-		     const struct hml_cqe *e);
+ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
+		    fi_addr_t *src);
+bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf);
 
 /* av.c */
 struct verdict;
+struct name;
 
 struct hml_av {
 	struct hml_fid h;
@@ -172,6 +174,7 @@ struct hml_av {
 	struct hml_av_cache *retired;
 	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
+	struct name **names;		/* what was inserted, by fi_addr */
 };
 
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
@@ -215,6 +218,7 @@ struct hml_ep {
 	uint32_t addr_format;
 	bool addressable;		/* reached through address vectors */
 	bool cuda_forbidden;
+	bool opaque;			/* bound to what the shim did not wrap */
 
 	struct hml_av *av;
 	struct hml_cq *tx_cq, *rx_cq;
@@ -231,6 +235,9 @@ void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 		 const struct fi_info *info);
 struct hml_ep *hml_ep_of(struct fid_ep *ep);
 
+void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
+		     bool inject, int cntr);
+
 /* selfaddr.c: is an address an endpoint of this process? */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
@@ -238,7 +245,20 @@ struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
+
+/* The endpoint of this process an operation of e to addr reaches, if any:
+ * for another process, a few loads and no lock. */
+static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
+{
+	struct hml_ep *b = e->base;
+	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+
+	return av && !b->opaque ? hml_av_target(av, addr) : NULL;
+}
 void hml_av_changed(struct hml_av *av);
+void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
+		     const fi_addr_t *fi_addr);
+void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
 int hml_av_cache_init(struct hml_av *av);
 void hml_av_cache_fini(struct hml_av *av);
 
@@ -249,12 +269,14 @@ struct hml_mr {
 	struct hml_domain *domain;
 	struct hml_ep *ep;		/* FI_MR_ENDPOINT: bound endpoint */
 	struct hml_cntr *cntr;		/* FI_RMA_EVENT: bound counter */
+	uint64_t cntr_flags;		/* its FI_REMOTE_READ/WRITE */
 	uint64_t key;
 	void *desc;
 	uint64_t access;
 	enum fi_hmem_iface iface;
 	int device;
 	int memtype;			/* atomic: enum hml_memtype, lazily */
+	struct hml_mem mem;		/* valid once memtype is */
 	struct hml_mr *key_next, *desc_next;
 	bool mapped;
 	uint64_t len;
@@ -271,5 +293,28 @@ void hml_mrmap_del(struct hml_mrmap *m, struct hml_mr *mr);
 struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep);
 struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
+
+/* xfer.c: the buffers of one side of a same-process transfer */
+#define HML_IOV_MAX 64
+
+struct hml_side {
+	size_t count;
+	size_t len;
+	bool device;			/* some buffer is device memory */
+	struct iovec iov[HML_IOV_MAX];
+	struct hml_mem mem[HML_IOV_MAX];
+};
+
+int hml_side_local(struct hml_side *s, struct hml_domain *d,
+		   const struct iovec *iov, void **desc, size_t count);
+int hml_side_target(struct hml_side *s, struct hml_ep *t,
+		    const struct fi_rma_iov *riov, size_t count,
+		    uint64_t access, struct hml_mr **mrs);
+int hml_move(const struct hml_side *dst, const struct hml_side *src,
+	     size_t len);
+
+/* rma.c */
+#define HML_PASS 1			/* not ours: the provider's to do */
+void hml_rma_ops(struct fi_ops_rma *ops);
 
 #endif

@@ -20,9 +20,12 @@ static int hml_av_insert(struct fid_av *av, const void *addr, size_t count,
 			 fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct hml_av *a = av_of(av);
+	int ret;
 
-	return changed(a, a->prov->insert(av, addr, count, fi_addr, flags,
-					  context));
+	ret = a->prov->insert(av, addr, count, fi_addr, flags, context);
+	if (ret > 0)
+		hml_av_inserted(a, addr, count, fi_addr);
+	return changed(a, ret);
 }
 
 static int hml_av_insertsvc(struct fid_av *av, const char *node,
@@ -49,8 +52,12 @@ static int hml_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
 			 uint64_t flags)
 {
 	struct hml_av *a = av_of(av);
+	int ret;
 
-	return changed(a, a->prov->remove(av, fi_addr, count, flags));
+	ret = a->prov->remove(av, fi_addr, count, flags);
+	if (!ret)
+		hml_av_removed(a, fi_addr, count);
+	return changed(a, ret);
 }
 
 static void release(struct hml_fid *h)

@@ -43,7 +43,7 @@ static int hml_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 
 	ret = HML_FORWARD(d->prov->cntr_open(domain, attr, cntr, context));
 	if (!ret && !(attr && (attr->flags & FI_PEER)))
-		hml_cntr_wrap(d, *cntr, attr);
+		hml_cntr_wrap(*cntr, attr);
 	return ret;
 }
 

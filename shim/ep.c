@@ -60,10 +60,16 @@ static int hml_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret;
 
 	ret = e->h.prov->bind(fid, bfid, flags);
-	/* What the shim did not wrap it cannot complete into: operations
-	 * that would need it pass through. */
-	if (ret || !b)
+	if (ret)
 		return ret;
+	/* What the shim did not wrap it cannot complete into: all of this
+	 * endpoint's operations pass through. */
+	if (!b) {
+		e->opaque |= bfid->fclass == FI_CLASS_AV ||
+			     bfid->fclass == FI_CLASS_CQ ||
+			     bfid->fclass == FI_CLASS_CNTR;
+		return 0;
+	}
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
 		e->av = container_of(b, struct hml_av, h);
@@ -167,6 +173,10 @@ static void install(struct hml_ep *e)
 		hml_table_set(&e->cm.ops, setname, hml_setname);
 		ep->cm = &e->cm.ops;
 	}
+	if (hml_table_take(&ep->rma, &e->rma, e->prov_rma)) {
+		hml_rma_ops(&e->rma.ops);
+		ep->rma = &e->rma.ops;
+	}
 }
 
 /* Some providers (sockets) make an alias by copying the endpoint's fid,
@@ -176,12 +186,15 @@ static void wrap_alias(struct hml_ep *e, struct fid_ep *alias, uint64_t flags)
 {
 	struct hml_ep *a;
 
-	if (alias->fid.ops == &e->h.fi.ops)
-		alias->fid.ops = (struct fi_ops *) e->h.prov;
-	if (alias->ops == &e->ops.ops)
-		alias->ops = (struct fi_ops_ep *) e->prov_ops;
-	if (alias->cm == &e->cm.ops)
-		alias->cm = (struct fi_ops_cm *) e->prov_cm;
+#define UNSHARE(field, copy, prov) do {				\
+		if (alias->field == &e->copy.ops)			\
+			alias->field = (__typeof__(alias->field)) e->prov; \
+	} while (0)
+	UNSHARE(fid.ops, h.fi, h.prov);
+	UNSHARE(ops, ops, prov_ops);
+	UNSHARE(cm, cm, prov_cm);
+	UNSHARE(rma, rma, prov_rma);
+#undef UNSHARE
 	a = wrap(e->domain, alias, e->base, e->sep, NULL);
 	if (a && (flags & FI_TRANSMIT))
 		a->tx_op_flags = flags & ~FI_TRANSMIT;

@@ -39,8 +39,10 @@ static int hml_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	ret = m->h.prov->bind(fid, bfid, flags);
 	if (ret || !b)
 		return ret;
-	if (bfid->fclass == FI_CLASS_CNTR)
+	if (bfid->fclass == FI_CLASS_CNTR) {
 		m->cntr = container_of(b, struct hml_cntr, h);
+		m->cntr_flags = flags;
+	}
 	else if (bfid->fclass == FI_CLASS_EP)
 		m->ep = container_of(b, struct hml_ep, h);
 	return 0;

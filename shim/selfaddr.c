@@ -5,6 +5,7 @@
  * answer is cached per (address vector, fi_addr): operations to other
  * processes then cost a few loads and no lock.
  */
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ unsigned int hml_self_gen = 1;
 
 /* An EFA address holds GID, QPN, padding, QKEY and a pointer; only the
  * first three name the endpoint (libfabric's efa_is_same_addr). */
+#define EFA_ADDR_LEN 32
 #define EFA_NAME_LEN 24
 #define EFA_PAD_OFF 18
 #define EFA_PAD_LEN 2
@@ -164,16 +166,122 @@ static struct slot *claim(struct hml_av *av, fi_addr_t addr)
 	return s;
 }
 
+/*
+ * What the application inserted, kept for addresses of a fixed size, for
+ * providers whose lookup cannot tell (udp;ofi_rxd 1.17 fails it for the
+ * first address inserted).
+ */
+struct name {
+	struct name *next;
+	fi_addr_t addr;
+	char bytes[];
+};
+
+#define NAME_BUCKETS 256
+
+static size_t addr_size(uint32_t format)
+{
+	switch (format) {
+	case FI_SOCKADDR_IN:
+		return sizeof(struct sockaddr_in);
+	case FI_SOCKADDR_IN6:
+		return sizeof(struct sockaddr_in6);
+	case FI_ADDR_EFA:
+		return EFA_ADDR_LEN;
+	default:
+		return 0;
+	}
+}
+
+static struct name **bucket(struct hml_av *av, fi_addr_t addr)
+{
+	return &av->names[addr % NAME_BUCKETS];
+}
+
+static void forget_locked(struct hml_av *av, fi_addr_t addr)
+{
+	for (struct name **p = bucket(av, addr), *n; (n = *p); p = &n->next) {
+		if (n->addr == addr) {
+			*p = n->next;
+			free(n);
+			return;
+		}
+	}
+}
+
+void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
+		     const fi_addr_t *fi_addr)
+{
+	size_t size = addr_size(av->addr_format);
+
+	if (!size || !fi_addr)
+		return;
+	pthread_mutex_lock(&av->lock);
+	if (!av->names)
+		av->names = calloc(NAME_BUCKETS, sizeof(*av->names));
+	for (size_t i = 0; av->names && i < count; i++) {
+		struct name *n = malloc(sizeof(*n) + size);
+
+		if (!n || fi_addr[i] == FI_ADDR_NOTAVAIL) {
+			free(n);
+			continue;
+		}
+		forget_locked(av, fi_addr[i]);
+		n->addr = fi_addr[i];
+		memcpy(n->bytes, (const char *) addr + i * size, size);
+		n->next = *bucket(av, n->addr);
+		*bucket(av, n->addr) = n;
+	}
+	pthread_mutex_unlock(&av->lock);
+}
+
+void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count)
+{
+	pthread_mutex_lock(&av->lock);
+	for (size_t i = 0; av->names && i < count; i++)
+		forget_locked(av, fi_addr[i]);
+	pthread_mutex_unlock(&av->lock);
+}
+
+static bool inserted_name(struct hml_av *av, fi_addr_t addr, void *buf,
+			  size_t *len)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&av->lock);
+	for (struct name *n = av->names ? *bucket(av, addr) : NULL; n;
+	     n = n->next) {
+		if (n->addr == addr) {
+			*len = addr_size(av->addr_format);
+			memcpy(buf, n->bytes, *len);
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&av->lock);
+	return found;
+}
+
 /* Ask the provider what address fi_addr stands for, and the registry whose
  * it is. Any doubt answers "not this process": that only costs speed. */
 static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 {
 	char name[sizeof(((struct hml_ep *) 0)->name)];
 	size_t len = sizeof(name);
+	struct hml_ep *ep;
+	int ret;
 
-	if (av->prov->lookup(av->av, addr, name, &len) || len > sizeof(name))
+	ret = av->prov->lookup(av->av, addr, name, &len);
+	if ((ret || len > sizeof(name)) && !inserted_name(av, addr, name, &len)) {
+		hml_debug("AV %p: fi_addr %#lx: lookup failed (%d, %zu bytes): "
+			  "not this process", av->av, (unsigned long) addr, ret,
+			  len);
 		return NULL;
-	return hml_self_find(name, len, av->addr_format);
+	}
+	ep = hml_self_find(name, len, av->addr_format);
+	hml_debug("AV %p: fi_addr %#lx is %s", av->av, (unsigned long) addr,
+		  ep ? "an endpoint of this process" : "not this process");
+	return ep;
 }
 
 static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
@@ -267,4 +375,13 @@ void hml_av_cache_fini(struct hml_av *av)
 		vn = v->next;
 		free(v);
 	}
+	for (size_t i = 0; av->names && i < NAME_BUCKETS; i++) {
+		while (av->names[i]) {
+			struct name *n = av->names[i];
+
+			av->names[i] = n->next;
+			free(n);
+		}
+	}
+	free(av->names);
 }

@@ -1,0 +1,43 @@
+/* The CUDA driver: opened on first need, never linked. */
+#ifndef HML_CUDA_H
+#define HML_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda.h>
+
+enum hml_memtype {
+	HML_MEM_UNKNOWN,		/* not asked yet */
+	HML_MEM_HOST,
+	HML_MEM_DEVICE,
+};
+
+/* Where a buffer lives. */
+struct hml_mem {
+	int type;			/* enum hml_memtype */
+	int dev;			/* device ordinal, for HML_MEM_DEVICE */
+	CUcontext ctx;			/* its context, NULL for VMM memory */
+};
+
+/* Classify a buffer, asking the driver. Memory of a process where the
+ * driver cannot be opened is host memory. -FI_EIO if the driver fails. */
+int hml_cuda_classify(const void *ptr, struct hml_mem *m);
+
+/*
+ * One synchronous copy, in as many pieces as the caller has: begin makes
+ * a context of the device current (the caller's is restored at end), each
+ * piece is queued on this thread's stream for that context, and end waits
+ * for all of them. Errors are -FI_EIO, logged once per kind.
+ */
+struct hml_copy {
+	CUcontext pushed;		/* made current by begin, or NULL */
+	CUstream stream;
+	int err;
+};
+
+int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where);
+void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n);
+int hml_copy_end(struct hml_copy *c);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * Completions the shim reports: queued per CQ in the order they happen,
+ * written out in the CQ's format, and counted on bound counters, under
+ * the rules a provider follows.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hml.h"
+#include "hml_log.h"
+
+static const size_t entry_sizes[] = {
+	[FI_CQ_FORMAT_UNSPEC] = sizeof(struct fi_cq_entry),
+	[FI_CQ_FORMAT_CONTEXT] = sizeof(struct fi_cq_entry),
+	[FI_CQ_FORMAT_MSG] = sizeof(struct fi_cq_msg_entry),
+	[FI_CQ_FORMAT_DATA] = sizeof(struct fi_cq_data_entry),
+	[FI_CQ_FORMAT_TAGGED] = sizeof(struct fi_cq_tagged_entry),
+};
+
+size_t hml_cq_entry_size(enum fi_cq_format format)
+{
+	return format < sizeof(entry_sizes) / sizeof(entry_sizes[0]) ?
+	       entry_sizes[format] : 0;
+}
+
+int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e)
+{
+	struct hml_cqe *ring;
+	size_t cap;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count == cq->cap) {
+		cap = cq->cap ? 2 * cq->cap : 64;
+		ring = malloc(cap * sizeof(*ring));
+		if (!ring) {
+			pthread_mutex_unlock(&cq->lock);
+			hml_warn("out of memory: a completion for context %p is "
+				 "lost", e->op_context);
+			return -FI_ENOMEM;
+		}
+		for (size_t i = 0; i < cq->count; i++)
+			ring[i] = cq->ring[(cq->head + i) % cq->cap];
+		free(cq->ring);
+		cq->ring = ring;
+		cq->cap = cap;
+		cq->head = 0;
+	}
+	cq->ring[(cq->head + cq->count) % cq->cap] = *e;
+	cq->count++;
+	__atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+static void pop_locked(struct hml_cq *cq)
+{
+	cq->head = (cq->head + 1) % cq->cap;
+	cq->count--;
+	__atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
+}
+
+static void fill(const struct hml_cq *cq, void *buf, const struct hml_cqe *e)
+{
+	switch (cq->format) {
+	case FI_CQ_FORMAT_TAGGED:
+		((struct fi_cq_tagged_entry *) buf)->tag = e->tag;
+		/* fall through */
+	case FI_CQ_FORMAT_DATA:
+		((struct fi_cq_data_entry *) buf)->buf = e->buf;
+		((struct fi_cq_data_entry *) buf)->data = e->data;
+		/* fall through */
+	case FI_CQ_FORMAT_MSG:
+		((struct fi_cq_msg_entry *) buf)->flags = e->flags;
+		((struct fi_cq_msg_entry *) buf)->len = e->len;
+		/* fall through */
+	default:
+		((struct fi_cq_entry *) buf)->op_context = e->op_context;
+	}
+}
+
+ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
+		    fi_addr_t *src)
+{
+	size_t n = 0;
+	ssize_t ret;
+
+	pthread_mutex_lock(&cq->lock);
+	while (n < count && cq->count && !cq->ring[cq->head].err) {
+		fill(cq, (char *) buf + n * cq->entry_size,
+		     &cq->ring[cq->head]);
+		if (src)
+			src[n] = cq->ring[cq->head].src_addr;
+		pop_locked(cq);
+		n++;
+	}
+	/* An error first: the application must read it with readerr. */
+	ret = !n && count && cq->count ? -FI_EAVAIL : (ssize_t) n;
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
+/*
+ * The error entry grew over time: api 1.0 has no err_data_size, and 1.20
+ * appended src_addr. Write what the application's layout has.
+ */
+static void fill_err(const struct hml_cq *cq, struct fi_cq_err_entry *buf,
+		     const struct hml_cqe *e)
+{
+	uint32_t api = cq->domain->fabric->api_version;
+
+	buf->op_context = e->op_context;
+	buf->flags = e->flags;
+	buf->len = e->len;
+	buf->buf = e->buf;
+	buf->data = e->data;
+	buf->tag = e->tag;
+	buf->olen = e->olen;
+	buf->err = e->err;
+	buf->prov_errno = -e->err;
+	buf->err_data = NULL;
+	if (FI_VERSION_GE(api, FI_VERSION(1, 5)))
+		buf->err_data_size = 0;
+	if (FI_VERSION_GE(api, FI_VERSION(1, 20)))
+		*(fi_addr_t *) (buf + 1) = e->src_addr;
+}
+
+bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->count && cq->ring[cq->head].err) {
+		fill_err(cq, buf, &cq->ring[cq->head]);
+		pop_locked(cq);
+		found = true;
+	}
+	pthread_mutex_unlock(&cq->lock);
+	return found;
+}
+
+/*
+ * The initiator's completion: an entry unless the operation asked for none
+ * (an inject, or no FI_COMPLETION on an endpoint bound with
+ * FI_SELECTIVE_COMPLETION); errors always. Counters count both.
+ */
+void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
+		     bool inject, int cntr)
+{
+	struct hml_ep *b = e->base;
+	bool report = c->err || (!inject &&
+		(!(b->tx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+		 (flags & FI_COMPLETION)));
+
+	if (report && b->tx_cq)
+		hml_cq_push(b->tx_cq, c);
+	hml_cntr_bump(b->cntr[cntr], c->len, c->err);
+}

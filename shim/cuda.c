@@ -1,0 +1,281 @@
+/*
+ * The CUDA driver, opened with dlopen on the first same-process operation,
+ * so that one build runs where there is no GPU and processes that never
+ * copy locally never load it.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "hml_config.h"
+#include "hml_cuda.h"
+#include "hml_log.h"
+
+/* The driver API version the calls below are written against. */
+#define CUDA_API 12000
+
+static struct {
+	CUresult (*init)(unsigned int flags);
+	CUresult (*error_name)(CUresult r, const char **name);
+	CUresult (*pointer_attrs)(unsigned int n, CUpointer_attribute *attrs,
+				  void **data, CUdeviceptr ptr);
+	CUresult (*device_get)(CUdevice *dev, int ordinal);
+	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*ctx_get_current)(CUcontext *ctx);
+	CUresult (*ctx_push)(CUcontext ctx);
+	CUresult (*ctx_pop)(CUcontext *ctx);
+	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
+	CUresult (*stream_destroy)(CUstream stream);
+	CUresult (*stream_sync)(CUstream stream);
+	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
+				 CUstream stream);
+} cu;
+
+static const struct {
+	const char *name;
+	size_t offset;
+} symbols[] = {
+#define SYM(name, field) { name, offsetof(__typeof__(cu), field) }
+	SYM("cuInit", init),
+	SYM("cuGetErrorName", error_name),
+	SYM("cuPointerGetAttributes", pointer_attrs),
+	SYM("cuDeviceGet", device_get),
+	SYM("cuDevicePrimaryCtxRetain", primary_retain),
+	SYM("cuCtxGetCurrent", ctx_get_current),
+	SYM("cuCtxPushCurrent", ctx_push),
+	SYM("cuCtxPopCurrent", ctx_pop),
+	SYM("cuStreamCreate", stream_create),
+	SYM("cuStreamDestroy", stream_destroy),
+	SYM("cuStreamSynchronize", stream_sync),
+	SYM("cuMemcpyAsync", memcpy_async),
+#undef SYM
+};
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static bool usable;
+
+typedef CUresult (*proc_fn)(const char *symbol, void **fn, int version,
+			    cuuint64_t flags,
+			    CUdriverProcAddressQueryResult *status);
+
+static void load(void)
+{
+	const char *path = hml_config.cuda_library;
+	CUdriverProcAddressQueryResult status;
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	proc_fn proc;
+	CUresult r;
+
+	if (!lib) {
+		hml_info("%s: %s: no device memory here", path, dlerror());
+		return;
+	}
+	proc = (proc_fn) dlsym(lib, "cuGetProcAddress_v2");
+	if (!proc) {
+		hml_warn("%s lacks cuGetProcAddress_v2: hmemloop needs a CUDA 12 "
+			 "driver or newer, and copies nothing", path);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
+		void **fn = (void **) ((char *) &cu + symbols[i].offset);
+
+		if (proc(symbols[i].name, fn, CUDA_API, CU_GET_PROC_ADDRESS_DEFAULT,
+			 &status) || !*fn) {
+			hml_warn("%s has no %s: hmemloop copies nothing", path,
+				 symbols[i].name);
+			return;
+		}
+	}
+	r = cu.init(0);
+	if (r == CUDA_ERROR_NO_DEVICE) {
+		hml_info("no CUDA device: no device memory here");
+		return;
+	}
+	if (r) {
+		hml_warn("cuInit: error %d: hmemloop copies nothing", r);
+		return;
+	}
+	usable = true;
+	hml_info("%s loaded", path);
+}
+
+/* A failure is logged once per call and error, not once per operation. */
+static int failed(const char *call, CUresult r)
+{
+	static struct { const char *call; CUresult r; } seen[32];
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	const char *name = "?";
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < sizeof(seen) / sizeof(seen[0]) && seen[i].call; i++)
+		if (seen[i].call == call && seen[i].r == r)
+			break;
+	if (i < sizeof(seen) / sizeof(seen[0]) && !seen[i].call) {
+		seen[i].call = call;
+		seen[i].r = r;
+		cu.error_name(r, &name);
+		hml_warn("%s: %s: the operation completes with an error", call,
+			 name);
+	}
+	pthread_mutex_unlock(&lock);
+	return -FI_EIO;
+}
+
+int hml_cuda_classify(const void *ptr, struct hml_mem *m)
+{
+	CUpointer_attribute attrs[] = {
+		CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+		CU_POINTER_ATTRIBUTE_IS_MANAGED,
+		CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		CU_POINTER_ATTRIBUTE_CONTEXT,
+	};
+	unsigned int type = 0, managed = 0;
+	CUcontext ctx = NULL;
+	int dev = -1;
+	void *data[] = { &type, &managed, &dev, &ctx };
+	CUresult r;
+
+	pthread_once(&load_once, load);
+	*m = (struct hml_mem) { .type = HML_MEM_HOST };
+	if (!usable)
+		return 0;
+	r = cu.pointer_attrs(4, attrs, data, (CUdeviceptr) (uintptr_t) ptr);
+	if (r)
+		return failed("cuPointerGetAttributes", r);
+	/* Managed memory counts as device memory: it may live there. */
+	if (type == CU_MEMORYTYPE_DEVICE || managed)
+		*m = (struct hml_mem) { HML_MEM_DEVICE, dev, ctx };
+	return 0;
+}
+
+/*
+ * Each thread copies on streams of its own, one per context, which never
+ * wait for the application's work (CU_STREAM_NON_BLOCKING) nor for other
+ * threads' copies. They are destroyed when the thread exits.
+ */
+#define STREAMS 8
+
+struct streams {
+	CUcontext ctx[STREAMS];
+	CUstream stream[STREAMS];
+};
+
+static __thread struct streams streams;
+static pthread_key_t streams_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void destroy_streams(void *arg)
+{
+	struct streams *s = arg;
+
+	for (int i = 0; i < STREAMS; i++)
+		if (s->stream[i])
+			cu.stream_destroy(s->stream[i]);
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&streams_key, destroy_streams);
+}
+
+static CUresult stream_for(CUcontext ctx, CUstream *stream)
+{
+	struct streams *s = &streams;
+	CUresult r;
+	int i;
+
+	for (i = 0; i < STREAMS && s->stream[i]; i++)
+		if (s->ctx[i] == ctx) {
+			*stream = s->stream[i];
+			return CUDA_SUCCESS;
+		}
+	if (i == STREAMS) {
+		/* More contexts than slots: reuse the last slot. */
+		i = STREAMS - 1;
+		cu.stream_destroy(s->stream[i]);
+		s->stream[i] = NULL;
+	}
+	r = cu.stream_create(stream, CU_STREAM_NON_BLOCKING);
+	if (r)
+		return r;
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(streams_key, s);
+	s->ctx[i] = ctx;
+	s->stream[i] = *stream;
+	return CUDA_SUCCESS;
+}
+
+/* VMM memory has no context of its own: use its device's primary context,
+ * retained once and kept, since the process has memory on that device. */
+static CUresult primary(int ordinal, CUcontext *ctx)
+{
+	static CUcontext ctxs[64];
+	CUdevice dev;
+	CUresult r;
+
+	if (ordinal < 0 || ordinal >= 64)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*ctx = __atomic_load_n(&ctxs[ordinal], __ATOMIC_ACQUIRE);
+	if (*ctx)
+		return CUDA_SUCCESS;
+	r = cu.device_get(&dev, ordinal);
+	if (!r)
+		r = cu.primary_retain(ctx, dev);
+	if (!r)
+		__atomic_store_n(&ctxs[ordinal], *ctx, __ATOMIC_RELEASE);
+	return r;
+}
+
+int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
+{
+	CUcontext ctx = where->ctx, cur = NULL;
+	CUresult r;
+
+	c->pushed = NULL;
+	c->err = 0;
+	if (!ctx && (r = primary(where->dev, &ctx)))
+		return c->err = failed("cuDevicePrimaryCtxRetain", r);
+	r = cu.ctx_get_current(&cur);
+	if (r)
+		return c->err = failed("cuCtxGetCurrent", r);
+	if (cur != ctx) {
+		r = cu.ctx_push(ctx);
+		if (r)
+			return c->err = failed("cuCtxPushCurrent", r);
+		c->pushed = ctx;
+	}
+	r = stream_for(ctx, &c->stream);
+	if (r)
+		c->err = failed("cuStreamCreate", r);
+	return c->err;
+}
+
+void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
+{
+	CUresult r;
+
+	if (c->err)
+		return;
+	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
+			    (CUdeviceptr) (uintptr_t) src, n, c->stream);
+	if (r)
+		c->err = failed("cuMemcpyAsync", r);
+}
+
+int hml_copy_end(struct hml_copy *c)
+{
+	CUcontext popped;
+	CUresult r;
+
+	/* Nothing is complete before the stream is: device-to-device copies
+	 * return before the bytes move. */
+	if (!c->err && (r = cu.stream_sync(c->stream)))
+		c->err = failed("cuStreamSynchronize", r);
+	if (c->pushed && (r = cu.ctx_pop(&popped)))
+		failed("cuCtxPopCurrent", r);
+	return c->err;
+}

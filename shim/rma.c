@@ -1,0 +1,253 @@
+/*
+ * RMA: a read or write whose target is an endpoint of this process and
+ * which touches device memory is done here, with the CUDA driver, and
+ * completed as the provider would complete it. Everything else goes to the
+ * provider unchanged.
+ */
+#include <rdma/fi_errno.h>
+
+#include "hml.h"
+#include "hml_config.h"
+#include "hml_log.h"
+
+enum kind { READ, WRITE, INJECT };
+
+static struct hml_ep *rma_ep(struct fid_ep *ep)
+{
+	return container_of(ep->rma, struct hml_ep, rma.ops);
+}
+
+static void bad_input(int err, const struct fi_msg_rma *msg, int kind)
+{
+	const char *what = kind == READ ? "read" : "write";
+
+	if (err == FI_EINVAL && msg->iov_count)
+		hml_warn_once("an RMA %s names no region of its target "
+			      "(key %#lx) or its lengths differ: error "
+			      "completion FI_EINVAL", what,
+			      (unsigned long) msg->rma_iov[0].key);
+	else if (err == FI_EACCES)
+		hml_warn_once("an RMA %s runs outside its target region or "
+			      "lacks FI_REMOTE_%s: error completion FI_EACCES",
+			      what, kind == READ ? "READ" : "WRITE");
+	hml_debug("RMA %s to context %p failed: %s", what, msg->context,
+		  fi_strerror(err));
+}
+
+/* What the target of a successful operation sees: counters bound to it
+ * and to its regions, and remote CQ data. */
+static void complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
+			    uint64_t flags, struct hml_mr **mrs, size_t len,
+			    int kind)
+{
+	uint64_t event = kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	struct hml_ep *b = t->base;
+
+	hml_cntr_bump(b->cntr[kind == READ ? HML_CNTR_REMOTE_READ :
+				  HML_CNTR_REMOTE_WRITE], len, false);
+	for (size_t i = 0; i < msg->rma_iov_count; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < i; j++)
+			seen |= mrs[j] == mrs[i];
+		if (!seen && (mrs[i]->cntr_flags & event))
+			hml_cntr_bump(mrs[i]->cntr, len, false);
+	}
+	if (kind != READ && (flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
+		struct hml_cqe c = {
+			.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+			.len = len,
+			.data = msg->data,
+			.src_addr = FI_ADDR_NOTAVAIL,
+		};
+
+		hml_cq_push(b->rx_cq, &c);
+	}
+}
+
+/* HML_PASS when the provider should do it; otherwise 0, with the
+ * operation done and completed, successfully or not. */
+static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
+			 const struct fi_msg_rma *msg, uint64_t flags, int kind)
+{
+	struct hml_side mine, theirs;
+	struct hml_mr *mrs[HML_IOV_MAX];
+	struct hml_cqe c = {
+		.op_context = msg->context,
+		.flags = FI_RMA | (kind == READ ? FI_READ : FI_WRITE),
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
+	int err, terr;
+
+	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
+		return HML_PASS;
+	err = hml_side_local(&mine, e->domain, msg->msg_iov, msg->desc,
+			     msg->iov_count);
+	terr = hml_side_target(&theirs, t, msg->rma_iov, msg->rma_iov_count,
+			       kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
+			       mrs);
+	/* Host memory on both sides the provider moves correctly; a target
+	 * it cannot classify (no such key) it must judge itself. */
+	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
+	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL))
+		return HML_PASS;
+
+	c.err = err ? -err : -terr;
+	if (!c.err && mine.len != theirs.len)
+		c.err = FI_EINVAL;
+	if (!c.err)
+		c.err = kind == READ ? -hml_move(&mine, &theirs, mine.len) :
+				       -hml_move(&theirs, &mine, mine.len);
+	if (c.err) {
+		bad_input(c.err, msg, kind);
+	} else {
+		c.len = mine.len;
+		complete_target(t, msg, flags, mrs, c.len, kind);
+	}
+	hml_complete_tx(e, &c, flags, kind == INJECT,
+			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
+	return 0;
+}
+
+/* Each call: resolve the destination (a few loads when it is another
+ * process), and only for this process put the call in fi_msg_rma form. */
+#define LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, data, flags, \
+		  kind) ({						\
+	struct hml_ep *e_ = rma_ep(ep), *t_ = hml_target(e_, dest);	\
+	ssize_t r_ = HML_PASS;						\
+	if (t_) {							\
+		struct fi_rma_iov riov_ = { addr, 0, key };		\
+		struct fi_msg_rma msg_ = { iov, desc, count, dest, &riov_, 1, \
+					   ctx, data };			\
+		for (size_t i_ = 0; i_ < (count); i_++)			\
+			riov_.len += (iov)[i_].iov_len;			\
+		r_ = local_rma(e_, t_, &msg_, flags, kind);		\
+	}								\
+	r_; })
+
+static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
+{
+	struct iovec iov = { buf, len };
+	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, src, addr, key, ctx, 0,
+				rma_ep(ep)->tx_op_flags, READ);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->read(ep, buf, len, desc, src, addr, key,
+					  ctx);
+}
+
+static ssize_t hml_readv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src,
+			 uint64_t addr, uint64_t key, void *ctx)
+{
+	ssize_t ret = LOCAL_RMA(ep, iov, desc, count, src, addr, key, ctx, 0,
+				rma_ep(ep)->tx_op_flags, READ);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->readv(ep, iov, desc, count, src, addr,
+					   key, ctx);
+}
+
+static ssize_t hml_write(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t addr,
+			 uint64_t key, void *ctx)
+{
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, dest, addr, key, ctx, 0,
+				rma_ep(ep)->tx_op_flags, WRITE);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->write(ep, buf, len, desc, dest, addr, key,
+					   ctx);
+}
+
+static ssize_t hml_writev(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *ctx)
+{
+	ssize_t ret = LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, 0,
+				rma_ep(ep)->tx_op_flags, WRITE);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->writev(ep, iov, desc, count, dest, addr,
+					    key, ctx);
+}
+
+static ssize_t hml_writedata(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest,
+			     uint64_t addr, uint64_t key, void *ctx)
+{
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, dest, addr, key, ctx, data,
+				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
+				WRITE);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->writedata(ep, buf, len, desc, data, dest,
+					       addr, key, ctx);
+}
+
+static ssize_t hml_inject_write(struct fid_ep *ep, const void *buf, size_t len,
+				fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_RMA(ep, &iov, NULL, 1, dest, addr, key, NULL, 0,
+				rma_ep(ep)->tx_op_flags, INJECT);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->inject(ep, buf, len, dest, addr, key);
+}
+
+static ssize_t hml_inject_writedata(struct fid_ep *ep, const void *buf,
+				    size_t len, uint64_t data, fi_addr_t dest,
+				    uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_RMA(ep, &iov, NULL, 1, dest, addr, key, NULL, data,
+				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
+				INJECT);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->injectdata(ep, buf, len, data, dest, addr,
+						key);
+}
+
+static ssize_t msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
+		      uint64_t flags, int kind)
+{
+	struct hml_ep *e = rma_ep(ep), *t = hml_target(e, msg->addr);
+
+	return t ? local_rma(e, t, msg, flags, kind) : HML_PASS;
+}
+
+static ssize_t hml_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			   uint64_t flags)
+{
+	ssize_t ret = msg_op(ep, msg, flags, READ);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->readmsg(ep, msg, flags);
+}
+
+static ssize_t hml_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	ssize_t ret = msg_op(ep, msg, flags, WRITE);
+
+	return ret != HML_PASS ? ret :
+	       rma_ep(ep)->prov_rma->writemsg(ep, msg, flags);
+}
+
+void hml_rma_ops(struct fi_ops_rma *ops)
+{
+	hml_table_set(ops, read, hml_read);
+	hml_table_set(ops, readv, hml_readv);
+	hml_table_set(ops, readmsg, hml_readmsg);
+	hml_table_set(ops, write, hml_write);
+	hml_table_set(ops, writev, hml_writev);
+	hml_table_set(ops, writemsg, hml_writemsg);
+	hml_table_set(ops, inject, hml_inject_write);
+	hml_table_set(ops, writedata, hml_writedata);
+	hml_table_set(ops, injectdata, hml_inject_writedata);
+}

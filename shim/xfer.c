@@ -1,0 +1,196 @@
+/*
+ * Moving bytes between two sides of a same-process transfer: each side is
+ * a list of buffers of this process, classified as host or device memory;
+ * the bytes go with memcpy between host buffers and with the CUDA driver
+ * where a device buffer is involved.
+ */
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "hml.h"
+#include "hml_config.h"
+#include "hml_log.h"
+
+/* A region's memory type is asked once. Whoever wins the race from
+ * UNKNOWN to BUSY asks and records it; anyone meanwhile asks for
+ * itself. */
+#define MEM_BUSY 3
+
+static int classify_mr(struct hml_mr *mr, const void *ptr, struct hml_mem *m)
+{
+	int type = HML_MEM_UNKNOWN;
+	int ret;
+
+	/* With FI_HMEM the registration's iface is the application's word. */
+	if ((mr->domain->caps & FI_HMEM) && mr->iface == FI_HMEM_SYSTEM) {
+		*m = (struct hml_mem) { .type = HML_MEM_HOST };
+		return 0;
+	}
+	if (mr->iov_count != 1)
+		return hml_cuda_classify(ptr, m);
+	type = __atomic_load_n(&mr->memtype, __ATOMIC_ACQUIRE);
+	if (type == HML_MEM_HOST || type == HML_MEM_DEVICE) {
+		*m = mr->mem;
+		return 0;
+	}
+	if (type != HML_MEM_UNKNOWN ||
+	    !__atomic_compare_exchange_n(&mr->memtype, &type, MEM_BUSY, false,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return hml_cuda_classify(ptr, m);
+	ret = hml_cuda_classify(mr->iov[0].iov_base, &mr->mem);
+	*m = mr->mem;
+	__atomic_store_n(&mr->memtype, ret ? HML_MEM_UNKNOWN : m->type,
+			 __ATOMIC_RELEASE);
+	return ret;
+}
+
+static int add(struct hml_side *s, void *ptr, size_t len, struct hml_mr *mr)
+{
+	struct hml_mem *m = &s->mem[s->count];
+	int ret;
+
+	if (s->count == HML_IOV_MAX)
+		return -FI_E2BIG;
+	ret = mr ? classify_mr(mr, ptr, m) : hml_cuda_classify(ptr, m);
+	if (ret)
+		return ret;
+	s->iov[s->count++] = (struct iovec) { ptr, len };
+	s->len += len;
+	s->device |= m->type == HML_MEM_DEVICE;
+	return 0;
+}
+
+/* The initiator's own buffers: their descriptors name their regions. */
+int hml_side_local(struct hml_side *s, struct hml_domain *d,
+		   const struct iovec *iov, void **desc, size_t count)
+{
+	int ret;
+
+	s->count = s->len = 0;
+	s->device = false;
+	for (size_t i = 0; i < count; i++) {
+		struct hml_mr *mr = desc && desc[i] ?
+				    hml_mrmap_desc(&d->mrs, desc[i]) : NULL;
+
+		if (!iov[i].iov_len)
+			continue;
+		ret = add(s, iov[i].iov_base, iov[i].iov_len, mr);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * A target range of a region: with FI_MR_VIRT_ADDR the address is a
+ * virtual address inside one of the region's buffers; otherwise an offset
+ * into the region's buffers laid end to end. Out of bounds is -FI_EACCES.
+ */
+static int add_range(struct hml_side *s, struct hml_mr *mr, uint64_t addr,
+		     size_t len, bool virt)
+{
+	for (size_t i = 0; i < mr->iov_count && len; i++) {
+		uintptr_t base = (uintptr_t) mr->iov[i].iov_base;
+		size_t n, size = mr->iov[i].iov_len;
+		int ret;
+
+		if (virt) {
+			if (addr < base || addr - base > size ||
+			    len > size - (addr - base))
+				continue;
+			return add(s, (void *) (uintptr_t) addr, len, mr);
+		}
+		if (addr >= size) {
+			addr -= size;
+			continue;
+		}
+		n = size - addr < len ? size - addr : len;
+		ret = add(s, (char *) base + addr, n, mr);
+		if (ret)
+			return ret;
+		len -= n;
+		addr = 0;
+	}
+	return len ? -FI_EACCES : 0;
+}
+
+/* The target's buffers, by key, in the target's domain (or endpoint). */
+int hml_side_target(struct hml_side *s, struct hml_ep *t,
+		    const struct fi_rma_iov *riov, size_t count,
+		    uint64_t access, struct hml_mr **mrs)
+{
+	bool virt = t->domain->mr_mode & FI_MR_VIRT_ADDR;
+	int ret;
+
+	s->count = s->len = 0;
+	s->device = false;
+	for (size_t i = 0; i < count; i++) {
+		struct hml_mr *mr = hml_mrmap_key(&t->domain->mrs, riov[i].key,
+						  t->base);
+
+		mrs[i] = mr;
+		if (!mr)
+			return -FI_EINVAL;
+		if ((mr->access & access) != access)
+			return -FI_EACCES;
+		if (!riov[i].len)
+			continue;
+		ret = add_range(s, mr, riov[i].addr, riov[i].len, virt);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The device whose context does the copy: the destination's if it is on
+ * one, else the source's. */
+static const struct hml_mem *copy_device(const struct hml_side *dst,
+					 const struct hml_side *src)
+{
+	for (size_t i = 0; i < dst->count; i++)
+		if (dst->mem[i].type == HML_MEM_DEVICE)
+			return &dst->mem[i];
+	for (size_t i = 0; i < src->count; i++)
+		if (src->mem[i].type == HML_MEM_DEVICE)
+			return &src->mem[i];
+	return NULL;
+}
+
+/* Copy len bytes from src's buffers to dst's, both taken end to end. */
+int hml_move(const struct hml_side *dst, const struct hml_side *src, size_t len)
+{
+	const struct hml_mem *dev = copy_device(dst, src);
+	struct hml_copy copy;
+	size_t di = 0, si = 0, doff = 0, soff = 0;
+
+	if (dev && hml_copy_begin(&copy, dev))
+		return hml_copy_end(&copy);
+	while (len) {
+		size_t n = len;
+		char *d = (char *) dst->iov[di].iov_base + doff;
+		char *s = (char *) src->iov[si].iov_base + soff;
+
+		if (n > dst->iov[di].iov_len - doff)
+			n = dst->iov[di].iov_len - doff;
+		if (n > src->iov[si].iov_len - soff)
+			n = src->iov[si].iov_len - soff;
+		if (dst->mem[di].type == HML_MEM_HOST &&
+		    src->mem[si].type == HML_MEM_HOST)
+			memcpy(d, s, n);
+		else
+			hml_copy_piece(&copy, d, s, n);
+		len -= n;
+		doff += n;
+		soff += n;
+		if (doff == dst->iov[di].iov_len) {
+			di++;
+			doff = 0;
+		}
+		if (soff == src->iov[si].iov_len) {
+			si++;
+			soff = 0;
+		}
+	}
+	return dev ? hml_copy_end(&copy) : 0;
+}
