@@ -119,6 +119,9 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
 /* cq.c and completion.c */
+#define HML_CQ_RXQS 8
+struct hml_rxq;
+
 struct hml_cqe {
 	void *op_context;
 	uint64_t flags;
@@ -129,6 +132,9 @@ struct hml_cqe {
 	fi_addr_t src_addr;
 	int err;			/* positive FI_E* code; 0 for success */
 	size_t olen;
+	int prov_errno;			/* the provider's, for its entries */
+	void *err_data;			/* a copy the entry owns */
+	size_t err_data_size;
 };
 
 struct hml_cq {
@@ -142,9 +148,17 @@ struct hml_cq {
 
 	/* completion.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
+	pthread_mutex_t pump_lock;	/* cq.c: one pump at a time */
+	bool from;			/* the provider has readfrom */
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
 	size_t head, count, cap;
+	void *err_data;			/* of the last error handed out */
+
+	/* recv.c: receive queues whose posted receives complete here; while
+	 * there are any, reads pass the provider's entries through them */
+	struct hml_rxq *rxqs[HML_CQ_RXQS];
+	int nrxqs;			/* atomic */
 };
 
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
@@ -158,6 +172,7 @@ bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf);
 /* av.c */
 struct verdict;
 struct name;
+struct local;
 
 struct hml_av {
 	struct hml_fid h;
@@ -175,6 +190,7 @@ struct hml_av {
 	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
 	struct name **names;		/* what was inserted, by fi_addr */
+	struct local *locals;		/* its endpoints of this process */
 };
 
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
@@ -224,6 +240,9 @@ struct hml_ep {
 	struct hml_cq *tx_cq, *rx_cq;
 	uint64_t tx_cq_flags, rx_cq_flags;
 	struct hml_cntr *cntr[HML_CNTR_MAX];
+	struct hml_ep *srx;		/* shared receive context bound */
+
+	struct hml_rxq *rxq;		/* recv.c: created when tracking starts */
 
 	/* selfaddr.c */
 	struct hml_ep *self_next;
@@ -259,6 +278,7 @@ void hml_av_changed(struct hml_av *av);
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 		     const fi_addr_t *fi_addr);
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
+fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep);
 int hml_av_cache_init(struct hml_av *av);
 void hml_av_cache_fini(struct hml_av *av);
 
@@ -294,6 +314,12 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep);
 struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 
+/* msg.c and recv.c (hml_msg.h): messages to endpoints of this process */
+void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
+void hml_rx_track(struct hml_ep *t);
+void hml_rxq_free(struct hml_rxq *q);
+bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e);
+
 /* xfer.c: the buffers of one side of a same-process transfer */
 #define HML_IOV_MAX 64
 
@@ -312,6 +338,7 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 		    uint64_t access, struct hml_mr **mrs);
 int hml_move(const struct hml_side *dst, const struct hml_side *src,
 	     size_t len);
+const struct hml_mem *hml_side_device(const struct hml_side *s);
 
 /* rma.c */
 #define HML_PASS 1			/* not ours: the provider's to do */

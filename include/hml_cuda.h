@@ -31,10 +31,14 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m);
  * for all of them. Errors are -FI_EIO, logged once per kind.
  */
 struct hml_copy {
-	CUcontext pushed;		/* made current by begin, or NULL */
+	bool pushed;			/* begin made a context current */
 	CUstream stream;
 	int err;
 };
+
+/* Device memory in the context of where, for messages that wait. */
+int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr);
+void hml_cuda_free(const struct hml_mem *where, void *ptr);
 
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where);
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n);

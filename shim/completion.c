@@ -78,6 +78,13 @@ static void fill(const struct hml_cq *cq, void *buf, const struct hml_cqe *e)
 	}
 }
 
+/* What a read hands out lives until the next read (fi_cq(3)). */
+static void forget_err_data(struct hml_cq *cq)
+{
+	free(cq->err_data);
+	cq->err_data = NULL;
+}
+
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src)
 {
@@ -85,6 +92,7 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 	ssize_t ret;
 
 	pthread_mutex_lock(&cq->lock);
+	forget_err_data(cq);
 	while (n < count && cq->count && !cq->ring[cq->head].err) {
 		fill(cq, (char *) buf + n * cq->entry_size,
 		     &cq->ring[cq->head]);
@@ -103,10 +111,11 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
  * The error entry grew over time: api 1.0 has no err_data_size, and 1.20
  * appended src_addr. Write what the application's layout has.
  */
-static void fill_err(const struct hml_cq *cq, struct fi_cq_err_entry *buf,
+static void fill_err(struct hml_cq *cq, struct fi_cq_err_entry *buf,
 		     const struct hml_cqe *e)
 {
 	uint32_t api = cq->domain->fabric->api_version;
+	bool v1_5 = FI_VERSION_GE(api, FI_VERSION(1, 5));
 
 	buf->op_context = e->op_context;
 	buf->flags = e->flags;
@@ -116,10 +125,25 @@ static void fill_err(const struct hml_cq *cq, struct fi_cq_err_entry *buf,
 	buf->tag = e->tag;
 	buf->olen = e->olen;
 	buf->err = e->err;
-	buf->prov_errno = -e->err;
-	buf->err_data = NULL;
-	if (FI_VERSION_GE(api, FI_VERSION(1, 5)))
-		buf->err_data_size = 0;
+	buf->prov_errno = e->err_data || e->prov_errno ? e->prov_errno :
+			  -e->err;
+	/* Error data goes into the application's buffer if it gave one,
+	 * else it gets ours, valid until its next read. */
+	if (!e->err_data) {
+		buf->err_data = NULL;
+		if (v1_5)
+			buf->err_data_size = 0;
+	} else if (v1_5 && buf->err_data_size && buf->err_data) {
+		if (buf->err_data_size > e->err_data_size)
+			buf->err_data_size = e->err_data_size;
+		memcpy(buf->err_data, e->err_data, buf->err_data_size);
+		free(e->err_data);
+	} else {
+		cq->err_data = e->err_data;
+		buf->err_data = e->err_data;
+		if (v1_5)
+			buf->err_data_size = e->err_data_size;
+	}
 	if (FI_VERSION_GE(api, FI_VERSION(1, 20)))
 		*(fi_addr_t *) (buf + 1) = e->src_addr;
 }
@@ -129,6 +153,7 @@ bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf)
 	bool found = false;
 
 	pthread_mutex_lock(&cq->lock);
+	forget_err_data(cq);
 	if (cq->count && cq->ring[cq->head].err) {
 		fill_err(cq, buf, &cq->ring[cq->head]);
 		pop_locked(cq);

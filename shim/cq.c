@@ -1,12 +1,20 @@
 /*
- * Completion queues: every read path returns the shim's entries first,
- * then the provider's. While the shim has none, reads cost one load more
- * than the provider's own.
+ * Completion queues. Every read path returns the shim's entries first,
+ * then the provider's; while the shim has none, a read costs one load more
+ * than the provider's own. A CQ where receives of tracked endpoints
+ * complete (recv.c) is read through the shim: each provider entry passes
+ * the receive records first, so that a receive's completion retires its
+ * record and the cancels the shim asked for never reach the application.
  */
+#include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-#include "hml.h"
 #include "hml_log.h"
+#include "hml_msg.h"
+
+#define PUMP_BATCH 16
 
 static struct hml_cq *cq_of(struct fid_cq *cq)
 {
@@ -16,6 +24,94 @@ static struct hml_cq *cq_of(struct fid_cq *cq)
 static bool pending(struct hml_cq *c)
 {
 	return __atomic_load_n(&c->pending, __ATOMIC_ACQUIRE);
+}
+
+static bool filtering(struct hml_cq *c)
+{
+	return __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE);
+}
+
+/* An entry in the CQ's format, as the shim keeps entries. */
+static void to_cqe(const struct hml_cq *c, const void *buf, fi_addr_t src,
+		   struct hml_cqe *e)
+{
+	const struct fi_cq_tagged_entry *t = buf;
+
+	*e = (struct hml_cqe) { .op_context = t->op_context, .src_addr = src };
+	switch (c->format) {
+	case FI_CQ_FORMAT_TAGGED:
+		e->tag = t->tag;
+		/* fall through */
+	case FI_CQ_FORMAT_DATA:
+		e->buf = t->buf;
+		e->data = t->data;
+		/* fall through */
+	case FI_CQ_FORMAT_MSG:
+		e->flags = t->flags;
+		e->len = t->len;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The provider's error, with a copy of its error data: the provider's is
+ * valid only until its CQ is read again. */
+static bool read_err(struct hml_cq *c, struct hml_cqe *e)
+{
+	char data[256];
+	struct {
+		struct fi_cq_err_entry err;
+		fi_addr_t src_addr;	/* libfabric 1.20 grew the entry */
+	} buf = { .err = { .err_data = data, .err_data_size = sizeof(data) } };
+
+	buf.src_addr = FI_ADDR_NOTAVAIL;
+	if (c->prov->readerr(c->cq, &buf.err, 0) != 1)
+		return false;
+	*e = (struct hml_cqe) {
+		.op_context = buf.err.op_context, .flags = buf.err.flags,
+		.len = buf.err.len, .buf = buf.err.buf, .data = buf.err.data,
+		.tag = buf.err.tag, .olen = buf.err.olen, .err = buf.err.err,
+		.prov_errno = buf.err.prov_errno, .src_addr = buf.src_addr,
+	};
+	if (buf.err.err_data && buf.err.err_data_size &&
+	    (e->err_data = malloc(buf.err.err_data_size))) {
+		memcpy(e->err_data, buf.err.err_data, buf.err.err_data_size);
+		e->err_data_size = buf.err.err_data_size;
+	}
+	return true;
+}
+
+/* Move what the provider has completed into the shim's queue, past the
+ * receive records. Under pump_lock, so that entries keep their order. */
+void hml_cq_pump(struct hml_cq *c)
+{
+	char buf[PUMP_BATCH * sizeof(struct fi_cq_tagged_entry)];
+	fi_addr_t src[PUMP_BATCH];
+	struct hml_cqe e;
+	ssize_t n;
+
+	pthread_mutex_lock(&c->pump_lock);
+	n = c->from ? c->prov->readfrom(c->cq, buf, PUMP_BATCH, src) :
+		      c->prov->read(c->cq, buf, PUMP_BATCH);
+	if (n == -FI_ENOSYS && c->from) {
+		c->from = false;
+		n = c->prov->read(c->cq, buf, PUMP_BATCH);
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		to_cqe(c, buf + i * c->entry_size, c->from ? src[i] :
+		       FI_ADDR_NOTAVAIL, &e);
+		if (hml_rx_filter(c, &e))
+			hml_cq_push(c, &e);
+	}
+	if (n == -FI_EAVAIL && read_err(c, &e)) {
+		if (hml_rx_filter(c, &e))
+			hml_cq_push(c, &e);
+		else
+			free(e.err_data);
+	}
+	pthread_mutex_unlock(&c->pump_lock);
+	hml_rx_orphans(c);
 }
 
 /*
@@ -30,18 +126,31 @@ static ssize_t merge(ssize_t ours, ssize_t theirs)
 	return ours ? ours : theirs;
 }
 
+/* A CQ read through the shim: what the pump brought, or -FI_EAGAIN. */
+static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
+{
+	ssize_t n;
+
+	hml_cq_pump(c);
+	n = hml_cq_take(c, buf, count, src);
+	return n ? n : -FI_EAGAIN;
+}
+
 static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct hml_cq *c = cq_of(cq);
 	ssize_t n;
 
+	if (filtering(c))
+		return buf ? pumped(c, buf, count, NULL) :
+			     (hml_cq_pump(c), -FI_EAGAIN);
 	if (!pending(c) || !buf)
 		return c->prov->read(cq, buf, count);
 	n = hml_cq_take(c, buf, count, NULL);
 	if (n < 0)
 		return n;
 	return merge(n, c->prov->read(cq, (char *) buf + n * c->entry_size,
-					 count - n));
+				      count - n));
 }
 
 static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
@@ -50,14 +159,17 @@ static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 	struct hml_cq *c = cq_of(cq);
 	ssize_t n;
 
+	if (filtering(c))
+		return buf ? pumped(c, buf, count, src) :
+			     (hml_cq_pump(c), -FI_EAGAIN);
 	if (!pending(c) || !buf)
 		return c->prov->readfrom(cq, buf, count, src);
 	n = hml_cq_take(c, buf, count, src);
 	if (n < 0)
 		return n;
 	return merge(n, c->prov->readfrom(cq, (char *) buf +
-					     n * c->entry_size, count - n,
-					     src ? src + n : NULL));
+					  n * c->entry_size, count - n,
+					  src ? src + n : NULL));
 }
 
 static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
@@ -67,7 +179,30 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 
 	if (pending(c) && hml_cq_take_err(c, buf))
 		return 1;
-	return c->prov->readerr(cq, buf, flags);
+	if (!filtering(c))
+		return c->prov->readerr(cq, buf, flags);
+	hml_cq_pump(c);
+	return hml_cq_take_err(c, buf) ? 1 : -FI_EAGAIN;
+}
+
+/* Waiting through the shim: pump until an entry comes or time is up. */
+static ssize_t wait_pumped(struct hml_cq *c, void *buf, size_t count,
+			   fi_addr_t *src, int timeout)
+{
+	struct timespec start, t, nap = { 0, 50000 };
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		n = pumped(c, buf, count, src);
+		if (n != -FI_EAGAIN)
+			return n;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (timeout >= 0 && (t.tv_sec - start.tv_sec) * 1000 +
+		    (t.tv_nsec - start.tv_nsec) / 1000000 >= timeout)
+			return -FI_EAGAIN;
+		nanosleep(&nap, NULL);
+	}
 }
 
 /* Blocking reads return the shim's entries at once, if it has any. */
@@ -76,6 +211,8 @@ static ssize_t hml_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 {
 	struct hml_cq *c = cq_of(cq);
 
+	if (filtering(c))
+		return wait_pumped(c, buf, count, NULL, timeout);
 	if (pending(c) && buf && count)
 		return hml_cq_read(cq, buf, count);
 	return c->prov->sread(cq, buf, count, cond, timeout);
@@ -86,9 +223,52 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 {
 	struct hml_cq *c = cq_of(cq);
 
+	if (filtering(c))
+		return wait_pumped(c, buf, count, src, timeout);
 	if (pending(c) && buf && count)
 		return hml_cq_readfrom(cq, buf, count, src);
 	return c->prov->sreadfrom(cq, buf, count, src, cond, timeout);
+}
+
+/* From now on the receives of q complete here: read through the shim. */
+void hml_cq_watch(struct hml_cq *c, struct hml_rxq *q)
+{
+	bool added = false;
+
+	pthread_mutex_lock(&c->pump_lock);
+	for (int i = 0; i < c->nrxqs; i++)
+		if (c->rxqs[i] == q)
+			goto out;
+	if (c->nrxqs == HML_CQ_RXQS) {
+		hml_warn("CQ %p serves more than %d tracked receive queues: "
+			 "messages to the rest pass through", c->cq,
+			 HML_CQ_RXQS);
+		goto out;
+	}
+	c->rxqs[c->nrxqs] = q;
+	__atomic_store_n(&c->nrxqs, c->nrxqs + 1, __ATOMIC_RELEASE);
+	added = true;
+out:
+	pthread_mutex_unlock(&c->pump_lock);
+	if (added) {
+		pthread_mutex_lock(&q->lock);
+		q->cqs[q->ncqs++] = c;
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
+{
+	pthread_mutex_lock(&c->pump_lock);
+	for (int i = 0; i < c->nrxqs; i++) {
+		if (c->rxqs[i] == q) {
+			c->rxqs[i] = c->rxqs[c->nrxqs - 1];
+			__atomic_store_n(&c->nrxqs, c->nrxqs - 1,
+					 __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->pump_lock);
 }
 
 static void release(struct hml_fid *h)
@@ -96,7 +276,14 @@ static void release(struct hml_fid *h)
 	struct hml_cq *cq = container_of(h, struct hml_cq, h);
 
 	/* fi_cq(3): completions left in a closed CQ are lost. */
+	while (cq->count) {
+		free(cq->ring[cq->head].err_data);
+		cq->head = (cq->head + 1) % cq->cap;
+		cq->count--;
+	}
+	free(cq->err_data);
 	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->pump_lock);
 	free(cq->ring);
 	free(cq);
 }
@@ -118,10 +305,12 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		return;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->pump_lock, NULL);
 	c->cq = cq;
 	c->domain = d;
 	c->format = attr->format;
 	c->entry_size = hml_cq_entry_size(attr->format);
+	c->from = true;
 	if (hml_table_take(&cq->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cq_read);
 		hml_table_set(&c->ops.ops, readfrom, hml_cq_readfrom);

@@ -32,6 +32,8 @@ static struct {
 	CUresult (*stream_sync)(CUstream stream);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
+	CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t n);
+	CUresult (*mem_free)(CUdeviceptr ptr);
 } cu;
 
 static const struct {
@@ -51,6 +53,8 @@ static const struct {
 	SYM("cuStreamDestroy", stream_destroy),
 	SYM("cuStreamSynchronize", stream_sync),
 	SYM("cuMemcpyAsync", memcpy_async),
+	SYM("cuMemAlloc", mem_alloc),
+	SYM("cuMemFree", mem_free),
 #undef SYM
 };
 
@@ -230,26 +234,73 @@ static CUresult primary(int ordinal, CUcontext *ctx)
 	return r;
 }
 
-int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
+/* Make a context of where's device current, unless one is: *pushed says
+ * whether leave() must pop it, so the caller's is as it was. */
+static int enter(const struct hml_mem *where, CUcontext *ctx, bool *pushed)
 {
-	CUcontext ctx = where->ctx, cur = NULL;
+	CUcontext cur = NULL;
 	CUresult r;
 
-	c->pushed = NULL;
-	c->err = 0;
-	if (!ctx && (r = primary(where->dev, &ctx)))
-		return c->err = failed("cuDevicePrimaryCtxRetain", r);
+	*ctx = where->ctx;
+	*pushed = false;
+	if (!*ctx && (r = primary(where->dev, ctx)))
+		return failed("cuDevicePrimaryCtxRetain", r);
 	r = cu.ctx_get_current(&cur);
 	if (r)
-		return c->err = failed("cuCtxGetCurrent", r);
-	if (cur != ctx) {
-		r = cu.ctx_push(ctx);
-		if (r)
-			return c->err = failed("cuCtxPushCurrent", r);
-		c->pushed = ctx;
-	}
-	r = stream_for(ctx, &c->stream);
+		return failed("cuCtxGetCurrent", r);
+	if (cur == *ctx)
+		return 0;
+	r = cu.ctx_push(*ctx);
 	if (r)
+		return failed("cuCtxPushCurrent", r);
+	*pushed = true;
+	return 0;
+}
+
+static void leave(bool pushed)
+{
+	CUcontext popped;
+	CUresult r;
+
+	if (pushed && (r = cu.ctx_pop(&popped)))
+		failed("cuCtxPopCurrent", r);
+}
+
+int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr)
+{
+	CUdeviceptr p = 0;
+	CUcontext ctx;
+	bool pushed;
+	CUresult r;
+	int err;
+
+	err = enter(where, &ctx, &pushed);
+	if (!err && (r = cu.mem_alloc(&p, n)))
+		err = failed("cuMemAlloc", r);
+	leave(pushed);
+	*ptr = (void *) (uintptr_t) p;
+	return err;
+}
+
+void hml_cuda_free(const struct hml_mem *where, void *ptr)
+{
+	CUcontext ctx;
+	bool pushed;
+	CUresult r;
+
+	if (!enter(where, &ctx, &pushed) &&
+	    (r = cu.mem_free((CUdeviceptr) (uintptr_t) ptr)))
+		failed("cuMemFree", r);
+	leave(pushed);
+}
+
+int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
+{
+	CUcontext ctx;
+	CUresult r;
+
+	c->err = enter(where, &ctx, &c->pushed);
+	if (!c->err && (r = stream_for(ctx, &c->stream)))
 		c->err = failed("cuStreamCreate", r);
 	return c->err;
 }
@@ -268,14 +319,12 @@ void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 
 int hml_copy_end(struct hml_copy *c)
 {
-	CUcontext popped;
 	CUresult r;
 
 	/* Nothing is complete before the stream is: device-to-device copies
 	 * return before the bytes move. */
 	if (!c->err && (r = cu.stream_sync(c->stream)))
 		c->err = failed("cuStreamSynchronize", r);
-	if (c->pushed && (r = cu.ctx_pop(&popped)))
-		failed("cuCtxPopCurrent", r);
+	leave(c->pushed);
 	return c->err;
 }

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml.h"
 #include "hml_log.h"
+#include "hml_msg.h"
 
 /* libfabric 1.18 added this option; its value is part of the ABI. */
 #define HML_OPT_CUDA_API_PERMITTED 10
@@ -80,6 +80,9 @@ static int hml_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_CNTR:
 		bind_cntr(e, container_of(b, struct hml_cntr, h), flags);
 		break;
+	case FI_CLASS_SRX_CTX:
+		e->srx = container_of(b, struct hml_ep, h);
+		break;
 	}
 	return 0;
 }
@@ -91,10 +94,17 @@ static int hml_ep_setopt(fid_t fid, int level, int name, const void *val,
 
 	/* Honour the application's wish even where this libfabric predates
 	 * the option: a CUDA call it forbade could deadlock it. */
+	struct hml_rxq *q;
+	int ret;
+
 	if (level == FI_OPT_ENDPOINT && name == HML_OPT_CUDA_API_PERMITTED &&
 	    len == sizeof(bool))
 		e->cuda_forbidden = !*(const bool *) val;
-	return e->prov_ops->setopt(fid, level, name, val, len);
+	ret = e->prov_ops->setopt(fid, level, name, val, len);
+	if (!ret && level == FI_OPT_ENDPOINT && name == FI_OPT_MIN_MULTI_RECV &&
+	    (q = __atomic_load_n(&e->rxq, __ATOMIC_ACQUIRE)))
+		q->min_multi_recv = *(const size_t *) val;
+	return ret;
 }
 
 static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
@@ -177,6 +187,16 @@ static void install(struct hml_ep *e)
 		hml_rma_ops(&e->rma.ops);
 		ep->rma = &e->rma.ops;
 	}
+	if (hml_table_take(&ep->msg, &e->msg, e->prov_msg)) {
+		hml_send_ops(&e->msg.ops, NULL);
+		hml_recv_ops(&e->msg.ops, NULL);
+		ep->msg = &e->msg.ops;
+	}
+	if (hml_table_take(&ep->tagged, &e->tagged, e->prov_tagged)) {
+		hml_send_ops(NULL, &e->tagged.ops);
+		hml_recv_ops(NULL, &e->tagged.ops);
+		ep->tagged = &e->tagged.ops;
+	}
 }
 
 /* Some providers (sockets) make an alias by copying the endpoint's fid,
@@ -194,6 +214,8 @@ static void wrap_alias(struct hml_ep *e, struct fid_ep *alias, uint64_t flags)
 	UNSHARE(ops, ops, prov_ops);
 	UNSHARE(cm, cm, prov_cm);
 	UNSHARE(rma, rma, prov_rma);
+	UNSHARE(msg, msg, prov_msg);
+	UNSHARE(tagged, tagged, prov_tagged);
 #undef UNSHARE
 	a = wrap(e->domain, alias, e->base, e->sep, NULL);
 	if (a && (flags & FI_TRANSMIT))
@@ -249,6 +271,7 @@ static void release(struct hml_fid *h)
 		if (e->rx_ctx[i])
 			e->rx_ctx[i]->sep = NULL;
 	free(e->rx_ctx);
+	hml_rxq_free(e->rxq);
 	free(e);
 }
 

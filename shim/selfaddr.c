@@ -209,37 +209,59 @@ static void forget_locked(struct hml_av *av, fi_addr_t addr)
 	}
 }
 
-void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
-		     const fi_addr_t *fi_addr)
+/* The endpoints of this process an AV holds, by fi_addr: for the source
+ * address of a message from one of them. */
+struct local {
+	struct local *next;
+	fi_addr_t addr;
+	struct hml_ep *ep;
+};
+
+static void add_local(struct hml_av *av, fi_addr_t addr, struct hml_ep *ep)
 {
-	size_t size = addr_size(av->addr_format);
+	struct local *l;
 
-	if (!size || !fi_addr)
-		return;
 	pthread_mutex_lock(&av->lock);
-	if (!av->names)
-		av->names = calloc(NAME_BUCKETS, sizeof(*av->names));
-	for (size_t i = 0; av->names && i < count; i++) {
-		struct name *n = malloc(sizeof(*n) + size);
-
-		if (!n || fi_addr[i] == FI_ADDR_NOTAVAIL) {
-			free(n);
-			continue;
-		}
-		forget_locked(av, fi_addr[i]);
-		n->addr = fi_addr[i];
-		memcpy(n->bytes, (const char *) addr + i * size, size);
-		n->next = *bucket(av, n->addr);
-		*bucket(av, n->addr) = n;
+	for (l = av->locals; l && l->addr != addr; l = l->next)
+		;
+	if (!l && (l = malloc(sizeof(*l)))) {
+		l->addr = addr;
+		l->next = av->locals;
+		av->locals = l;
 	}
+	if (l)
+		l->ep = ep;
 	pthread_mutex_unlock(&av->lock);
+	hml_rx_track(ep);
+}
+
+fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep)
+{
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+
+	pthread_mutex_lock(&av->lock);
+	for (struct local *l = av->locals; l; l = l->next)
+		if (l->ep == ep)
+			addr = l->addr;
+	pthread_mutex_unlock(&av->lock);
+	return addr;
 }
 
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count)
 {
 	pthread_mutex_lock(&av->lock);
-	for (size_t i = 0; av->names && i < count; i++)
-		forget_locked(av, fi_addr[i]);
+	for (size_t i = 0; i < count; i++) {
+		if (av->names)
+			forget_locked(av, fi_addr[i]);
+		for (struct local **p = &av->locals, *l; (l = *p);) {
+			if (l->addr == fi_addr[i]) {
+				*p = l->next;
+				free(l);
+			} else {
+				p = &l->next;
+			}
+		}
+	}
 	pthread_mutex_unlock(&av->lock);
 }
 
@@ -284,6 +306,48 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 	return ep;
 }
 
+static void keep_names(struct hml_av *av, const void *addr, size_t count,
+		       const fi_addr_t *fi_addr)
+{
+	size_t size = addr_size(av->addr_format);
+
+	if (!size)
+		return;
+	pthread_mutex_lock(&av->lock);
+	if (!av->names)
+		av->names = calloc(NAME_BUCKETS, sizeof(*av->names));
+	for (size_t i = 0; av->names && i < count; i++) {
+		struct name *n = malloc(sizeof(*n) + size);
+
+		if (!n || fi_addr[i] == FI_ADDR_NOTAVAIL) {
+			free(n);
+			continue;
+		}
+		forget_locked(av, fi_addr[i]);
+		n->addr = fi_addr[i];
+		memcpy(n->bytes, (const char *) addr + i * size, size);
+		n->next = *bucket(av, n->addr);
+		*bucket(av, n->addr) = n;
+	}
+	pthread_mutex_unlock(&av->lock);
+}
+
+/* Addresses of this process as they are inserted: their endpoints start
+ * recording receives now, before the application posts any for them. */
+void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
+		     const fi_addr_t *fi_addr)
+{
+	struct hml_ep *ep;
+
+	if (!fi_addr)
+		return;
+	keep_names(av, addr, count, fi_addr);
+	for (size_t i = 0; i < count; i++)
+		if (fi_addr[i] != FI_ADDR_NOTAVAIL &&
+		    (ep = resolve(av, fi_addr[i])))
+			add_local(av, fi_addr[i], ep);
+}
+
 static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
 			    unsigned int stamp)
 {
@@ -305,6 +369,8 @@ static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
 	pthread_mutex_unlock(&av->lock);
 	if (!s)
 		free(v);
+	if (ep)
+		add_local(av, addr, ep);
 	return ep;
 }
 
@@ -384,4 +450,10 @@ void hml_av_cache_fini(struct hml_av *av)
 		}
 	}
 	free(av->names);
+	while (av->locals) {
+		struct local *l = av->locals;
+
+		av->locals = l->next;
+		free(l);
+	}
 }

@@ -143,18 +143,22 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 	return 0;
 }
 
+const struct hml_mem *hml_side_device(const struct hml_side *s)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (s->mem[i].type == HML_MEM_DEVICE)
+			return &s->mem[i];
+	return NULL;
+}
+
 /* The device whose context does the copy: the destination's if it is on
  * one, else the source's. */
 static const struct hml_mem *copy_device(const struct hml_side *dst,
 					 const struct hml_side *src)
 {
-	for (size_t i = 0; i < dst->count; i++)
-		if (dst->mem[i].type == HML_MEM_DEVICE)
-			return &dst->mem[i];
-	for (size_t i = 0; i < src->count; i++)
-		if (src->mem[i].type == HML_MEM_DEVICE)
-			return &src->mem[i];
-	return NULL;
+	const struct hml_mem *m = hml_side_device(dst);
+
+	return m ? m : hml_side_device(src);
 }
 
 /* Copy len bytes from src's buffers to dst's, both taken end to end. */

@@ -1,0 +1,405 @@
+/*
+ * Messages: a send to an endpoint of this process that is in an address
+ * vector of this process goes to the first matching receive the shim has
+ * recorded (recv.c), taken back from the provider with fi_cancel, or waits
+ * staged until one is posted. Host memory on both sides, when a receive is
+ * there to take it, is left to the provider.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "hml_config.h"
+#include "hml_log.h"
+#include "hml_msg.h"
+
+/* How long a sender waits for the provider to answer a cancel. */
+#define RECLAIM_SECONDS 5
+
+enum reclaim { WON, LOST, GAVE_UP, BUSY, NO_CANCEL };
+
+static struct hml_ep *msg_ep(struct fid_ep *ep)
+{
+	return container_of(ep->msg, struct hml_ep, msg.ops);
+}
+
+static struct hml_ep *tagged_ep(struct fid_ep *ep)
+{
+	return container_of(ep->tagged, struct hml_ep, tagged.ops);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The oldest posted receive that takes the message; *busy if one that
+ * would is still being handed to the provider. */
+static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
+				  const struct hml_msgin *in, bool *busy)
+{
+	struct hml_rx *head = &q->posted[tagged];
+
+	*busy = false;
+	for (struct hml_rx *r = head->next; r != head; r = r->next) {
+		if (r->state != HML_RX_POSTING && r->state != HML_RX_POSTED)
+			continue;
+		if (!hml_rx_matches(q, r, in->src, in->tag))
+			continue;
+		*busy = r->state == HML_RX_POSTING;
+		return r;
+	}
+	return NULL;
+}
+
+static bool rx_device(struct hml_ep *t, const struct hml_rx *r)
+{
+	struct hml_side dst;
+
+	/* Cannot tell: treat it as device memory, which is always safe. */
+	return hml_side_local(&dst, t->base->domain, r->iov, r->desc,
+			      r->count) || dst.device;
+}
+
+static void pump_all(struct hml_rxq *q)
+{
+	struct hml_cq *cqs[HML_CQ_RXQS];
+	int n;
+
+	pthread_mutex_lock(&q->lock);
+	n = q->ncqs;
+	for (int i = 0; i < n; i++)
+		cqs[i] = q->cqs[i];
+	pthread_mutex_unlock(&q->lock);
+	for (int i = 0; i < n; i++) {
+		hml_cq_pump(cqs[i]);
+		hml_rx_orphans(cqs[i]);
+	}
+}
+
+/*
+ * Take a receive back from the provider. fi_cancel returns 0 whether or
+ * not it found the receive, so the answer is in the CQ: the cancel's
+ * FI_ECANCELED error (the receive is ours), or the receive's own
+ * completion (a message from elsewhere got there first).
+ */
+static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r)
+{
+	double deadline = now() + RECLAIM_SECONDS;
+	ssize_t ret = fi_cancel(&r->fid->fid, r->context);
+	int state;
+
+	if (ret) {
+		pthread_mutex_lock(&q->lock);
+		r->state = HML_RX_POSTED;
+		if (ret == -FI_ENOSYS)
+			q->no_cancel = true;
+		pthread_mutex_unlock(&q->lock);
+		return ret == -FI_ENOSYS ? NO_CANCEL : BUSY;
+	}
+	for (;;) {
+		pthread_mutex_lock(&q->lock);
+		state = r->state;
+		if (state == HML_RX_CANCELING && now() > deadline)
+			r->abandoned = true;
+		pthread_mutex_unlock(&q->lock);
+		if (state != HML_RX_CANCELING)
+			return state == HML_RX_RECLAIMED ? WON : LOST;
+		if (r->abandoned) {
+			hml_warn("the provider did not answer a cancel in %d s: "
+				 "a same-process message waits for the next "
+				 "receive", RECLAIM_SECONDS);
+			return GAVE_UP;
+		}
+		pump_all(q);
+	}
+}
+
+/* The sender's address in the receiver's AV, for FI_SOURCE and directed
+ * receives. */
+static fi_addr_t source(struct hml_ep *e, struct hml_ep *t)
+{
+	struct hml_ep *b = t->base;
+	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+
+	return av ? hml_av_source(av, e->sep ? e->sep : e->base) :
+		    FI_ADDR_NOTAVAIL;
+}
+
+/*
+ * HML_PASS when the provider should carry it; otherwise 0, with the
+ * message delivered or held and the sender's completion reported.
+ */
+static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
+			  const struct fi_msg_tagged *m, uint64_t flags,
+			  int tagged, bool inject)
+{
+	struct hml_rxq *q = hml_rxq_of(t);
+	struct hml_msgin in = {
+		.flags = flags & FI_REMOTE_CQ_DATA,
+		.data = m->data,
+		.tag = tagged ? m->tag : 0,
+	};
+	struct hml_cqe c = {
+		.op_context = m->context,
+		.flags = (tagged ? FI_TAGGED : FI_MSG) | FI_SEND,
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
+	struct hml_unexp *u = NULL;
+	struct hml_side src;
+	struct hml_rx *r;
+	bool busy;
+	int err;
+
+	if (!q || q->no_cancel || e->base->cuda_forbidden)
+		return HML_PASS;
+	err = hml_side_local(&src, e->domain, m->msg_iov, m->desc,
+			     m->iov_count);
+	if (err == -FI_E2BIG)
+		return HML_PASS;
+	in.src = source(e, t);
+	while (!err) {
+		pthread_mutex_lock(&q->lock);
+		r = first_match(q, tagged, &in, &busy);
+		if (busy) {
+			pthread_mutex_unlock(&q->lock);
+			sched_yield();
+			continue;
+		}
+		if (!r && u) {
+			hml_rx_hold(q, u, tagged);
+			pthread_mutex_unlock(&q->lock);
+			u = NULL;
+			break;
+		}
+		if (!r) {
+			/* Staged outside the lock; then looked at again. */
+			pthread_mutex_unlock(&q->lock);
+			u = hml_rx_stage(t, &src, &in, &err);
+			continue;
+		}
+		if (!u && !src.device && hml_config.self != HML_SELF_ALL &&
+		    !rx_device(t, r)) {
+			pthread_mutex_unlock(&q->lock);
+			return HML_PASS;
+		}
+		r->state = HML_RX_CANCELING;
+		pthread_mutex_unlock(&q->lock);
+
+		switch (reclaim(q, r)) {
+		case WON:
+			err = hml_rx_deliver(t, r, u ? &u->side : &src, &in);
+			if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
+				hml_rx_repost(q, r);
+			else
+				free(r);
+			goto done;
+		case LOST:
+			free(r);
+			break;
+		case GAVE_UP:
+			break;
+		case BUSY:
+			hml_warn_once("a receive in use by the provider (a "
+				      "multi-receive buffer) cannot be taken "
+				      "back: the same-process send completes "
+				      "with FI_EOPNOTSUPP");
+			err = -FI_EOPNOTSUPP;
+			goto done;
+		case NO_CANCEL:
+			hml_warn_once("this provider cannot cancel receives: "
+				      "same-process messages pass through");
+			if (!u)
+				return HML_PASS;
+			pthread_mutex_lock(&q->lock);
+			hml_rx_hold(q, u, tagged);
+			pthread_mutex_unlock(&q->lock);
+			u = NULL;
+			goto done;
+		}
+	}
+done:
+	if (u)
+		hml_rx_unstage(u);
+	c.err = -err;
+	c.len = err ? 0 : src.len;
+	hml_complete_tx(e, &c, flags, inject, HML_CNTR_SEND);
+	return 0;
+}
+
+/* Each call: resolve the destination (a few loads for another process),
+ * and only for this process put the call in fi_msg_tagged form. */
+#define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
+		   tagged, inject) ({					\
+	struct hml_ep *t_ = hml_target(e, dest);			\
+	struct fi_msg_tagged m_ = { iov, desc, count, dest, tag, 0, ctx, data }; \
+	t_ ? local_send(e, t_, &m_, flags, tagged, inject) : HML_PASS; })
+
+static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest, void *ctx)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, 0, ctx, 0,
+				 e->tx_op_flags, HML_UNTAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_msg->send(ep, buf, len, desc, dest, ctx);
+}
+
+static ssize_t hml_sendv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest, void *ctx)
+{
+	struct hml_ep *e = msg_ep(ep);
+	ssize_t ret = LOCAL_SEND(e, iov, desc, count, dest, 0, ctx, 0,
+				 e->tx_op_flags, HML_UNTAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_msg->sendv(ep, iov, desc, count, dest, ctx);
+}
+
+static ssize_t hml_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	struct hml_ep *e = msg_ep(ep);
+	ssize_t ret = LOCAL_SEND(e, msg->msg_iov, msg->desc, msg->iov_count,
+				 msg->addr, 0, msg->context, msg->data, flags,
+				 HML_UNTAGGED, false);
+
+	return ret != HML_PASS ? ret : e->prov_msg->sendmsg(ep, msg, flags);
+}
+
+static ssize_t hml_inject(struct fid_ep *ep, const void *buf, size_t len,
+			  fi_addr_t dest)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, 0, NULL, 0,
+				 e->tx_op_flags, HML_UNTAGGED, true);
+
+	return ret != HML_PASS ? ret : e->prov_msg->inject(ep, buf, len, dest);
+}
+
+static ssize_t hml_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, uint64_t data, fi_addr_t dest,
+			    void *ctx)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, 0, ctx, data,
+				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
+				 HML_UNTAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_msg->senddata(ep, buf, len, desc, data, dest, ctx);
+}
+
+static ssize_t hml_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			      uint64_t data, fi_addr_t dest)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, 0, NULL, data,
+				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
+				 HML_UNTAGGED, true);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_msg->injectdata(ep, buf, len, data, dest);
+}
+
+static ssize_t hml_tsend(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, tag, ctx, 0,
+				 e->tx_op_flags, HML_TAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_tagged->send(ep, buf, len, desc, dest, tag, ctx);
+}
+
+static ssize_t hml_tsendv(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest,
+			  uint64_t tag, void *ctx)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	ssize_t ret = LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, 0,
+				 e->tx_op_flags, HML_TAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_tagged->sendv(ep, iov, desc, count, dest, tag, ctx);
+}
+
+static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	struct hml_ep *e = tagged_ep(ep), *t = hml_target(e, msg->addr);
+	ssize_t ret = t ? local_send(e, t, msg, flags, HML_TAGGED, false) :
+			  HML_PASS;
+
+	return ret != HML_PASS ? ret : e->prov_tagged->sendmsg(ep, msg, flags);
+}
+
+static ssize_t hml_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			   fi_addr_t dest, uint64_t tag)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, tag, NULL, 0,
+				 e->tx_op_flags, HML_TAGGED, true);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_tagged->inject(ep, buf, len, dest, tag);
+}
+
+static ssize_t hml_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest,
+			     uint64_t tag, void *ctx)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, tag, ctx, data,
+				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
+				 HML_TAGGED, false);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_tagged->senddata(ep, buf, len, desc, data, dest, tag,
+					ctx);
+}
+
+static ssize_t hml_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			       uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct iovec iov = { (void *) buf, len };
+	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, tag, NULL, data,
+				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
+				 HML_TAGGED, true);
+
+	return ret != HML_PASS ? ret :
+	       e->prov_tagged->injectdata(ep, buf, len, data, dest, tag);
+}
+
+void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
+{
+	if (msg) {
+		hml_table_set(msg, send, hml_send);
+		hml_table_set(msg, sendv, hml_sendv);
+		hml_table_set(msg, sendmsg, hml_sendmsg);
+		hml_table_set(msg, inject, hml_inject);
+		hml_table_set(msg, senddata, hml_senddata);
+		hml_table_set(msg, injectdata, hml_injectdata);
+	}
+	if (tagged) {
+		hml_table_set(tagged, send, hml_tsend);
+		hml_table_set(tagged, sendv, hml_tsendv);
+		hml_table_set(tagged, sendmsg, hml_tsendmsg);
+		hml_table_set(tagged, inject, hml_tinject);
+		hml_table_set(tagged, senddata, hml_tsenddata);
+		hml_table_set(tagged, injectdata, hml_tinjectdata);
+	}
+}

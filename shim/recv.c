@@ -1,0 +1,591 @@
+/*
+ * Receives. A message from this process must land in a receive the
+ * application posted, and the provider holds those. So once an endpoint is
+ * in an address vector of this process, the shim records every receive
+ * posted on it (or on its shared receive context), in posting order, until
+ * its completion is read. A message from this process takes the first
+ * matching receive back from the provider with fi_cancel (msg.c), or waits
+ * here, staged, until a matching one is posted.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hml_log.h"
+#include "hml_msg.h"
+
+#define BUCKETS 1024
+
+static struct hml_ep *msg_ep(struct fid_ep *ep)
+{
+	return container_of(ep->msg, struct hml_ep, msg.ops);
+}
+
+static struct hml_ep *tagged_ep(struct fid_ep *ep)
+{
+	return container_of(ep->tagged, struct hml_ep, tagged.ops);
+}
+
+/* Where an endpoint's receives are posted: on itself, or on the shared
+ * receive context bound to it. */
+struct hml_ep *hml_rx_owner(struct hml_ep *e)
+{
+	return e->base->srx ? e->base->srx : e->base;
+}
+
+struct hml_rxq *hml_rxq_of(struct hml_ep *e)
+{
+	return __atomic_load_n(&hml_rx_owner(e)->rxq, __ATOMIC_ACQUIRE);
+}
+
+static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
+{
+	return &q->by_ctx[((uintptr_t) ctx >> 4) % BUCKETS];
+}
+
+static void link_rx(struct hml_rxq *q, struct hml_rx *r)
+{
+	struct hml_rx *head = &q->posted[r->tagged];
+
+	r->next = head;
+	r->prev = head->prev;
+	head->prev->next = r;
+	head->prev = r;
+	r->hnext = *bucket(q, r->context);
+	*bucket(q, r->context) = r;
+}
+
+void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
+{
+	struct hml_rx **p;
+
+	if (!r->next)
+		return;
+	r->prev->next = r->next;
+	r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+	for (p = bucket(q, r->context); *p != r; p = &(*p)->hnext)
+		;
+	*p = r->hnext;
+}
+
+static struct hml_rx *rx_new(struct hml_rxq *q, struct fid_ep *fid,
+			     const struct fi_msg_tagged *m, uint64_t flags,
+			     int tagged)
+{
+	struct hml_rx *r = calloc(1, sizeof(*r) + m->iov_count *
+				  (sizeof(struct iovec) + sizeof(void *)));
+
+	if (!r)
+		return NULL;
+	r->fid = fid;
+	r->context = m->context;
+	r->flags = flags;
+	r->src = m->addr;
+	r->tag = m->tag;
+	r->ignore = m->ignore;
+	r->tagged = tagged;
+	r->min_multi = q->min_multi_recv;
+	r->count = m->iov_count;
+	r->iov = (struct iovec *) (r + 1);
+	r->desc = (void **) (r->iov + r->count);
+	memcpy(r->iov, m->msg_iov, r->count * sizeof(*r->iov));
+	if (m->desc)
+		memcpy(r->desc, m->desc, r->count * sizeof(*r->desc));
+	return r;
+}
+
+/* Does a receive take a message from src with tag? */
+bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
+		    fi_addr_t src, uint64_t tag)
+{
+	if ((q->caps & FI_DIRECTED_RECV) && r->src != FI_ADDR_UNSPEC &&
+	    r->src != src)
+		return false;
+	return !r->tagged || !((r->tag ^ tag) & ~r->ignore);
+}
+
+bool hml_rx_multi_left(const struct hml_rx *r)
+{
+	return r->used < r->iov[0].iov_len &&
+	       r->iov[0].iov_len - r->used >= r->min_multi;
+}
+
+/*
+ * Copy a message into a receive and complete the receive on the endpoint
+ * the message was sent to. A message longer than the receive is cut, and
+ * the receive says so (FI_ETRUNC). A multi-receive buffer takes it at its
+ * first free byte and is released (FI_MULTI_RECV) once what is left is
+ * below the minimum. Returns the copy's error, which the sender shares.
+ */
+int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
+		   const struct hml_side *src, const struct hml_msgin *in)
+{
+	struct hml_ep *b = t->base;
+	bool multi = r->flags & FI_MULTI_RECV;
+	struct hml_cqe c = {
+		.op_context = r->context,
+		.flags = (r->tagged ? FI_TAGGED : FI_MSG) | FI_RECV |
+			 (in->flags & FI_REMOTE_CQ_DATA),
+		.data = in->data,
+		.tag = in->tag,
+		.src_addr = in->src,
+	};
+	struct hml_side dst;
+	struct iovec left;
+	int err;
+
+	if (multi) {
+		left.iov_base = (char *) r->iov[0].iov_base + r->used;
+		left.iov_len = r->iov[0].iov_len - r->used;
+		c.buf = left.iov_base;
+		err = hml_side_local(&dst, b->domain, &left, r->desc, 1);
+	} else {
+		err = hml_side_local(&dst, b->domain, r->iov, r->desc, r->count);
+	}
+	if (!err) {
+		c.len = src->len < dst.len ? src->len : dst.len;
+		err = hml_move(&dst, src, c.len);
+	}
+	if (err) {
+		c.err = -err;
+		c.len = 0;
+	} else if (src->len > dst.len) {
+		c.err = FI_ETRUNC;
+		c.olen = src->len - dst.len;
+	}
+	if (multi) {
+		r->used += (c.len + 7) & ~(size_t) 7;
+		if (!hml_rx_multi_left(r))
+			c.flags |= FI_MULTI_RECV;
+	}
+	/* A multi-receive buffer's release is always reported (fi_msg(3)). */
+	if (b->rx_cq && (c.err || (c.flags & FI_MULTI_RECV) ||
+			 !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
+			 (r->flags & FI_COMPLETION)))
+		hml_cq_push(b->rx_cq, &c);
+	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c.len, c.err);
+	return err;
+}
+
+/* Hand a receive to the provider, as the application asked for it (what
+ * is left of it, for a multi-receive buffer). */
+static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
+{
+	struct hml_ep *o = q->owner;
+	struct iovec left;
+	struct fi_msg_tagged m = {
+		.msg_iov = r->iov, .desc = r->desc, .iov_count = r->count,
+		.addr = r->src, .tag = r->tag, .ignore = r->ignore,
+		.context = r->context,
+	};
+
+	if (r->used) {
+		left.iov_base = (char *) r->iov[0].iov_base + r->used;
+		left.iov_len = r->iov[0].iov_len - r->used;
+		m.msg_iov = &left;
+	}
+	if (r->tagged)
+		return o->prov_tagged->recvmsg(r->fid, &m, r->flags);
+	return o->prov_msg->recvmsg(r->fid, &(struct fi_msg) {
+		m.msg_iov, m.desc, m.iov_count, m.addr, m.context, 0 },
+		r->flags);
+}
+
+static struct hml_unexp *take_unexp(struct hml_rxq *q, struct hml_rx *r)
+{
+	struct hml_unexp **p, *u;
+
+	for (p = &q->unexp[r->tagged]; (u = *p); p = &u->next) {
+		if (hml_rx_matches(q, r, u->in.src, u->in.tag)) {
+			*p = u->next;
+			if (q->unexp_tail[r->tagged] == &u->next)
+				q->unexp_tail[r->tagged] = p;
+			return u;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A receive about to go to the provider first takes the messages from this
+ * process that wait for it. Called and returning with the queue locked;
+ * false if nothing is left of the receive to post.
+ */
+static bool take_waiting(struct hml_rxq *q, struct hml_rx *r)
+{
+	struct hml_unexp *u;
+
+	while ((u = take_unexp(q, r))) {
+		pthread_mutex_unlock(&q->lock);
+		hml_rx_deliver(u->target, r, &u->side, &u->in);
+		hml_rx_unstage(u);
+		pthread_mutex_lock(&q->lock);
+		if (!(r->flags & FI_MULTI_RECV) || !hml_rx_multi_left(r))
+			return false;
+	}
+	return true;
+}
+
+/* Give a receive to the provider, recorded: called with the queue locked,
+ * returns with it unlocked. The record is linked before the provider has
+ * the receive, so that no completion can come first; it is POSTING until
+ * then, and no sender takes it. */
+static ssize_t post_locked(struct hml_rxq *q, struct hml_rx *r)
+{
+	ssize_t ret;
+
+	r->state = HML_RX_POSTING;
+	link_rx(q, r);
+	pthread_mutex_unlock(&q->lock);
+
+	ret = post_prov(q, r);
+
+	pthread_mutex_lock(&q->lock);
+	if (ret || r->state == HML_RX_DONE) {
+		hml_rx_unlink(q, r);
+		free(r);
+	} else {
+		r->state = HML_RX_POSTED;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
+		    const struct fi_msg_tagged *m, uint64_t flags, int tagged)
+{
+	struct hml_rx *r = rx_new(q, fid, m, flags, tagged);
+
+	if (!r) {
+		hml_warn("out of memory: a receive (context %p) is not "
+			 "recorded; a same-process message cannot take it",
+			 m->context);
+		r = &(struct hml_rx) { .fid = fid, .context = m->context,
+			.flags = flags, .src = m->addr, .tag = m->tag,
+			.ignore = m->ignore, .tagged = tagged,
+			.count = m->iov_count, .iov = (struct iovec *) m->msg_iov,
+			.desc = m->desc };
+		return post_prov(q, r);
+	}
+	pthread_mutex_lock(&q->lock);
+	if (!take_waiting(q, r)) {
+		pthread_mutex_unlock(&q->lock);
+		free(r);
+		return 0;
+	}
+	return post_locked(q, r);
+}
+
+/* A receive taken back for a sender that gave up waiting for the cancel:
+ * it goes to what waits for it, or back to the provider. */
+void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
+{
+	pthread_mutex_lock(&q->lock);
+	r->abandoned = false;
+	if (!take_waiting(q, r)) {
+		pthread_mutex_unlock(&q->lock);
+		free(r);
+		return;
+	}
+	if (post_locked(q, r))
+		hml_warn("a receive (context %p) taken back from the provider "
+			 "could not be given back: it will not complete",
+			 r->context);
+}
+
+void hml_rx_orphans(struct hml_cq *cq)
+{
+	int n = __atomic_load_n(&cq->nrxqs, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++) {
+		struct hml_rxq *q = cq->rxqs[i];
+		struct hml_rx *r;
+
+		pthread_mutex_lock(&q->lock);
+		while ((r = q->orphans)) {
+			q->orphans = r->next;
+			r->next = NULL;
+			pthread_mutex_unlock(&q->lock);
+			hml_rx_repost(q, r);
+			pthread_mutex_lock(&q->lock);
+		}
+		pthread_mutex_unlock(&q->lock);
+	}
+}
+
+/* A copy of a message no receive was posted for: device payloads wait in
+ * device memory, on the sender's device. */
+struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
+			       const struct hml_msgin *in, int *err)
+{
+	struct hml_unexp *u = calloc(1, sizeof(*u));
+	size_t size = src->len ? src->len : 1;
+	void *buf = NULL;
+
+	*err = -FI_ENOMEM;
+	if (!u)
+		return NULL;
+	u->target = t;
+	u->in = *in;
+	u->side.count = 1;
+	u->side.len = src->len;
+	u->side.mem[0] = (struct hml_mem) { .type = HML_MEM_HOST };
+	if (src->device) {
+		u->side.mem[0] = *hml_side_device(src);
+		u->side.device = true;
+		*err = hml_cuda_alloc(&u->side.mem[0], size, &buf);
+	} else if ((buf = malloc(size))) {
+		*err = 0;
+	}
+	u->side.iov[0] = (struct iovec) { buf, src->len };
+	if (!*err)
+		*err = hml_move(&u->side, src, src->len);
+	if (*err) {
+		hml_rx_unstage(u);
+		return NULL;
+	}
+	return u;
+}
+
+void hml_rx_unstage(struct hml_unexp *u)
+{
+	void *buf = u->side.iov[0].iov_base;
+
+	if (u->side.device && buf)
+		hml_cuda_free(&u->side.mem[0], buf);
+	else
+		free(buf);
+	free(u);
+}
+
+/* Queue a staged message: the queue is locked, and has no posted receive
+ * that matches it. */
+void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
+{
+	*q->unexp_tail[tagged] = u;
+	q->unexp_tail[tagged] = &u->next;
+}
+
+/* The receive wrappers: for an endpoint that is in no address vector of
+ * this process, one load more than the provider's call. Receives without
+ * a context cannot be cancelled, so they are not recorded. */
+#define RECV(e, table, fid, m, flags, tagged, call) ({			\
+	struct hml_rxq *q_ = hml_rxq_of(e);				\
+	(!q_ || !(m)->context) ? hml_rx_owner(e)->prov_##table->call :	\
+		post(q_, fid, m, flags, tagged); })
+
+static ssize_t hml_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src, void *ctx)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct iovec iov = { buf, len };
+	struct fi_msg_tagged m = { &iov, &desc, 1, src, 0, 0, ctx, 0 };
+
+	return RECV(e, msg, ep, &m, e->rx_op_flags, HML_UNTAGGED,
+		    recv(ep, buf, len, desc, src, ctx));
+}
+
+static ssize_t hml_recvv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src, void *ctx)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct fi_msg_tagged m = { iov, desc, count, src, 0, 0, ctx, 0 };
+
+	return RECV(e, msg, ep, &m, e->rx_op_flags, HML_UNTAGGED,
+		    recvv(ep, iov, desc, count, src, ctx));
+}
+
+static ssize_t hml_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	struct hml_ep *e = msg_ep(ep);
+	struct fi_msg_tagged m = { msg->msg_iov, msg->desc, msg->iov_count,
+				   msg->addr, 0, 0, msg->context, 0 };
+
+	return RECV(e, msg, ep, &m, flags, HML_UNTAGGED,
+		    recvmsg(ep, msg, flags));
+}
+
+static ssize_t hml_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			 fi_addr_t src, uint64_t tag, uint64_t ignore,
+			 void *ctx)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct iovec iov = { buf, len };
+	struct fi_msg_tagged m = { &iov, &desc, 1, src, tag, ignore, ctx, 0 };
+
+	return RECV(e, tagged, ep, &m, e->rx_op_flags, HML_TAGGED,
+		    recv(ep, buf, len, desc, src, tag, ignore, ctx));
+}
+
+static ssize_t hml_trecvv(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src,
+			  uint64_t tag, uint64_t ignore, void *ctx)
+{
+	struct hml_ep *e = tagged_ep(ep);
+	struct fi_msg_tagged m = { iov, desc, count, src, tag, ignore, ctx, 0 };
+
+	return RECV(e, tagged, ep, &m, e->rx_op_flags, HML_TAGGED,
+		    recvv(ep, iov, desc, count, src, tag, ignore, ctx));
+}
+
+/* FI_PEEK, FI_CLAIM and FI_DISCARD ask the provider about the messages it
+ * holds: they pass through, and do not see the shim's. */
+static ssize_t hml_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	struct hml_ep *e = tagged_ep(ep);
+
+	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
+		return hml_rx_owner(e)->prov_tagged->recvmsg(ep, msg, flags);
+	return RECV(e, tagged, ep, msg, flags, HML_TAGGED,
+		    recvmsg(ep, msg, flags));
+}
+
+void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
+{
+	if (msg) {
+		hml_table_set(msg, recv, hml_recv);
+		hml_table_set(msg, recvv, hml_recvv);
+		hml_table_set(msg, recvmsg, hml_recvmsg);
+	}
+	if (tagged) {
+		hml_table_set(tagged, recv, hml_trecv);
+		hml_table_set(tagged, recvv, hml_trecvv);
+		hml_table_set(tagged, recvmsg, hml_trecvmsg);
+	}
+}
+
+/*
+ * An entry the provider wrote for one of the queue's receives: the receive
+ * is done, unless it is a multi-receive buffer not yet released, or this is
+ * the cancel a sender asked for, which the application never sees. False
+ * when the entry is swallowed.
+ */
+static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
+{
+	struct hml_rx *r;
+
+	for (r = *bucket(q, e->op_context); r; r = r->hnext)
+		if (r->context == e->op_context)
+			break;
+	if (!r)
+		return true;
+	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
+		hml_rx_unlink(q, r);
+		r->state = HML_RX_RECLAIMED;
+		if (r->abandoned) {
+			r->next = q->orphans;
+			q->orphans = r;
+		}
+		return false;
+	}
+	if (!e->err && (r->flags & FI_MULTI_RECV) &&
+	    !(e->flags & FI_MULTI_RECV))
+		return true;
+	hml_rx_unlink(q, r);
+	/* Whoever is busy with it frees it. */
+	if (r->state == HML_RX_POSTED ||
+	    (r->state == HML_RX_CANCELING && r->abandoned))
+		free(r);
+	else
+		r->state = HML_RX_DONE;
+	return true;
+}
+
+bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
+{
+	int n = __atomic_load_n(&cq->nrxqs, __ATOMIC_ACQUIRE);
+	bool keep = true;
+
+	for (int i = 0; keep && i < n; i++) {
+		struct hml_rxq *q = cq->rxqs[i];
+
+		pthread_mutex_lock(&q->lock);
+		keep = filter_one(q, e);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return keep;
+}
+
+static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
+{
+	struct hml_rxq *q = calloc(1, sizeof(*q));
+	size_t min = 0, len = sizeof(min);
+
+	if (!q || !(q->by_ctx = calloc(BUCKETS, sizeof(*q->by_ctx)))) {
+		free(q);
+		return NULL;
+	}
+	pthread_mutex_init(&q->lock, NULL);
+	q->owner = o;
+	q->caps = t->base->caps;
+	for (int i = 0; i < 2; i++) {
+		q->posted[i].next = q->posted[i].prev = &q->posted[i];
+		q->unexp_tail[i] = &q->unexp[i];
+	}
+	/* Taking a multi-receive buffer, the shim releases it as the
+	 * provider would: when less than this is left. */
+	if (!fi_getopt(&o->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+		       &min, &len))
+		q->min_multi_recv = min;
+	return q;
+}
+
+/* Start recording the receives of an endpoint that is now in an address
+ * vector of this process, and watch the CQ they complete on. */
+void hml_rx_track(struct hml_ep *t)
+{
+	struct hml_ep *o = hml_rx_owner(t);
+	struct hml_rxq *q = hml_rxq_of(t), *n;
+
+	if (!q) {
+		n = rxq_new(o, t);
+		if (!n) {
+			hml_warn("out of memory: messages to endpoint %p from "
+				 "this process pass through", t->ep);
+			return;
+		}
+		if (__atomic_compare_exchange_n(&o->rxq, &q, n, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			q = n;
+			hml_info("endpoint %p is in an address vector of this "
+				 "process: receives posted on it from now on "
+				 "are recorded", t->ep);
+		} else {
+			hml_rxq_free(n);
+		}
+	}
+	if (t->base->rx_cq)
+		hml_cq_watch(t->base->rx_cq, q);
+}
+
+void hml_rxq_free(struct hml_rxq *q)
+{
+	struct hml_unexp *u;
+	struct hml_rx *r;
+
+	if (!q)
+		return;
+	for (int i = 0; i < q->ncqs; i++)
+		hml_cq_unwatch(q->cqs[i], q);
+	for (int i = 0; i < 2; i++) {
+		while ((r = q->posted[i].next) != &q->posted[i]) {
+			hml_rx_unlink(q, r);
+			free(r);
+		}
+		/* fi_endpoint(3): messages not yet received are lost. */
+		while ((u = q->unexp[i])) {
+			q->unexp[i] = u->next;
+			hml_rx_unstage(u);
+		}
+	}
+	while ((r = q->orphans)) {
+		q->orphans = r->next;
+		free(r);
+	}
+	pthread_mutex_destroy(&q->lock);
+	free(q->by_ctx);
+	free(q);
+}
