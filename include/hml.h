@@ -145,6 +145,10 @@ struct hml_cq {
 	struct hml_domain *domain;
 	enum fi_cq_format format;
 	size_t entry_size;
+	enum fi_wait_obj wait_obj;
+	enum fi_cq_wait_cond wait_cond;
+	int sleepers;			/* atomic: threads in sread */
+	bool exported;			/* atomic: FI_GETWAIT was asked */
 
 	/* completion.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
@@ -165,6 +169,8 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
+void hml_cq_wake(struct hml_cq *cq);
+bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
 bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf);

@@ -47,8 +47,9 @@ int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e)
 	}
 	cq->ring[(cq->head + cq->count) % cq->cap] = *e;
 	cq->count++;
-	__atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
+	__atomic_store_n(&cq->pending, cq->count, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&cq->lock);
+	hml_cq_wake(cq);
 	return 0;
 }
 

@@ -16,6 +16,11 @@
 
 #define PUMP_BATCH 16
 
+/* cq.c's sread: the CQ this thread sleeps on in the provider, and whether
+ * the provider read it through the shim meanwhile (util providers do). */
+static __thread struct hml_cq *in_sread;
+static __thread bool nested_pump;
+
 static struct hml_cq *cq_of(struct fid_cq *cq)
 {
 	return container_of(cq->ops, struct hml_cq, ops.ops);
@@ -136,15 +141,29 @@ static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
 	return n ? n : -FI_EAGAIN;
 }
 
+/* A read of no entries drives progress and asks whether there are any:
+ * poll sets ask so (0 for yes, as util CQs answer). util's read calls
+ * the CQ's readfrom op, which is ours: each wrapper forwards to the same
+ * op it was called as, or the two would call each other for ever. */
+static bool probe(struct hml_cq *c)
+{
+	if (filtering(c))
+		hml_cq_pump(c);
+	return pending(c);
+}
+
 static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct hml_cq *c = cq_of(cq);
 	ssize_t n;
 
-	if (filtering(c))
-		return buf ? pumped(c, buf, count, NULL) :
-			     (hml_cq_pump(c), -FI_EAGAIN);
-	if (!pending(c) || !buf)
+	if (!buf || !count)
+		return probe(c) ? 0 : c->prov->read(cq, buf, count);
+	if (filtering(c)) {
+		nested_pump |= in_sread == c;
+		return pumped(c, buf, count, NULL);
+	}
+	if (!pending(c))
 		return c->prov->read(cq, buf, count);
 	n = hml_cq_take(c, buf, count, NULL);
 	if (n < 0)
@@ -159,10 +178,13 @@ static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 	struct hml_cq *c = cq_of(cq);
 	ssize_t n;
 
-	if (filtering(c))
-		return buf ? pumped(c, buf, count, src) :
-			     (hml_cq_pump(c), -FI_EAGAIN);
-	if (!pending(c) || !buf)
+	if (!buf || !count)
+		return probe(c) ? 0 : c->prov->readfrom(cq, buf, count, src);
+	if (filtering(c)) {
+		nested_pump |= in_sread == c;
+		return pumped(c, buf, count, src);
+	}
+	if (!pending(c))
 		return c->prov->readfrom(cq, buf, count, src);
 	n = hml_cq_take(c, buf, count, src);
 	if (n < 0)
@@ -185,37 +207,94 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 	return hml_cq_take_err(c, buf) ? 1 : -FI_EAGAIN;
 }
 
-/* Waiting through the shim: pump until an entry comes or time is up. */
-static ssize_t wait_pumped(struct hml_cq *c, void *buf, size_t count,
-			   fi_addr_t *src, int timeout)
+/*
+ * Blocking reads. The shim's entries are returned at once. Otherwise the
+ * thread sleeps in the provider, counted as a sleeper so that a producer
+ * of shim entries wakes it (fi_cq_signal on the provider's CQ). util
+ * providers read through the CQ's ops inside their sread, so the shim's
+ * read wrappers answer there; other providers' sread hands back entries
+ * that did not pass the receive records yet, and they pass here.
+ */
+/* Entries the provider's sread returned directly: the records see them,
+ * swallowed ones are squeezed out. */
+static ssize_t refilter(struct hml_cq *c, void *buf, ssize_t n, fi_addr_t *src)
 {
-	struct timespec start, t, nap = { 0, 50000 };
-	ssize_t n;
+	ssize_t kept = 0;
+	struct hml_cqe e;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		n = pumped(c, buf, count, src);
-		if (n != -FI_EAGAIN)
-			return n;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (timeout >= 0 && (t.tv_sec - start.tv_sec) * 1000 +
-		    (t.tv_nsec - start.tv_nsec) / 1000000 >= timeout)
-			return -FI_EAGAIN;
-		nanosleep(&nap, NULL);
+	for (ssize_t i = 0; i < n; i++) {
+		char *entry = (char *) buf + i * c->entry_size;
+
+		to_cqe(c, entry, src ? src[i] : FI_ADDR_NOTAVAIL, &e);
+		if (!hml_rx_filter(c, &e))
+			continue;
+		memmove((char *) buf + kept * c->entry_size, entry,
+			c->entry_size);
+		if (src)
+			src[kept] = src[i];
+		kept++;
 	}
+	hml_rx_orphans(c);
+	return kept;
 }
 
-/* Blocking reads return the shim's entries at once, if it has any. */
+/* FI_CQ_COND_THRESHOLD: the shim's entries count toward the threshold. */
+static const void *less_cond(const struct hml_cq *c, const void *cond,
+			     ssize_t have)
+{
+	uintptr_t threshold = (uintptr_t) cond;
+
+	if (c->wait_cond != FI_CQ_COND_THRESHOLD || !threshold)
+		return cond;
+	return (const void *) (threshold > (uintptr_t) have ?
+			       threshold - have : 1);
+}
+
+static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
+		     fi_addr_t *src, const void *cond, int timeout)
+{
+	ssize_t n = 0, m;
+
+	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	if (filtering(c))
+		hml_cq_pump(c);
+	if (pending(c))
+		n = hml_cq_take(c, buf, count, src);
+	if (n < 0 || (size_t) n == count ||
+	    (n > 0 && c->wait_cond != FI_CQ_COND_THRESHOLD)) {
+		__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+		return n;
+	}
+	in_sread = c;
+	nested_pump = false;
+	m = src ? c->prov->sreadfrom(c->cq, (char *) buf + n * c->entry_size,
+				     count - n, src + n, less_cond(c, cond, n),
+				     timeout) :
+		  c->prov->sread(c->cq, (char *) buf + n * c->entry_size,
+				 count - n, less_cond(c, cond, n), timeout);
+	in_sread = NULL;
+	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	if (m > 0 && filtering(c) && !nested_pump)
+		m = refilter(c, (char *) buf + n * c->entry_size, m,
+			     src ? src + n : NULL);
+	if (m > 0)
+		return n + m;
+	if (n)
+		return n;
+	/* Woken by a shim entry, or by the application's own signal. */
+	if (m == -FI_EAGAIN && pending(c))
+		return hml_cq_take(c, buf, count, src);
+	return m ? m : -FI_EAGAIN;
+}
+
 static ssize_t hml_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			    const void *cond, int timeout)
 {
 	struct hml_cq *c = cq_of(cq);
 
-	if (filtering(c))
-		return wait_pumped(c, buf, count, NULL, timeout);
-	if (pending(c) && buf && count)
-		return hml_cq_read(cq, buf, count);
-	return c->prov->sread(cq, buf, count, cond, timeout);
+	if (c->wait_obj == FI_WAIT_NONE || !buf || !count)
+		return c->prov->sread(cq, buf, count, cond, timeout);
+	return sread(c, buf, count, NULL, cond, timeout);
 }
 
 static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
@@ -223,11 +302,41 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 {
 	struct hml_cq *c = cq_of(cq);
 
-	if (filtering(c))
-		return wait_pumped(c, buf, count, src, timeout);
-	if (pending(c) && buf && count)
-		return hml_cq_readfrom(cq, buf, count, src);
-	return c->prov->sreadfrom(cq, buf, count, src, cond, timeout);
+	if (c->wait_obj == FI_WAIT_NONE || !buf || !count)
+		return c->prov->sreadfrom(cq, buf, count, src, cond, timeout);
+	return sread(c, buf, count, src, cond, timeout);
+}
+
+/* A shim entry was queued: wake whoever may sleep on the CQ, through the
+ * provider's wait object; a CQ without one is never signalled. */
+void hml_cq_wake(struct hml_cq *c)
+{
+	if (c->wait_obj == FI_WAIT_NONE)
+		return;
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
+	    c->wait_obj == FI_WAIT_SET)
+		c->prov->signal(c->cq);
+}
+
+/* The application will wait on the CQ's own wait object (an fd to epoll):
+ * from now on every shim entry signals it. */
+static int hml_cq_control(struct fid *fid, int command, void *arg)
+{
+	struct hml_cq *c = container_of(fid->ops, struct hml_cq, h.fi.ops);
+	int ret = c->h.prov->control(fid, command, arg);
+
+	if (!ret && command == FI_GETWAIT)
+		__atomic_store_n(&c->exported, true, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/* fi_trywait: not safe to block while the shim has entries queued. */
+bool hml_cq_busy(struct fid *fid)
+{
+	struct hml_fid *h = fid->fclass == FI_CLASS_CQ ? hml_fid_of(fid) : NULL;
+
+	return h && pending(container_of(h, struct hml_cq, h));
 }
 
 /* From now on the receives of q complete here: read through the shim. */
@@ -310,6 +419,8 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 	c->domain = d;
 	c->format = attr->format;
 	c->entry_size = hml_cq_entry_size(attr->format);
+	c->wait_obj = attr->wait_obj;
+	c->wait_cond = attr->wait_cond;
 	c->from = true;
 	if (hml_table_take(&cq->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cq_read);
@@ -320,4 +431,5 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		cq->ops = &c->ops.ops;
 	}
 	hml_fid_wrap(&c->h, &cq->fid, release);
+	hml_table_set(&c->h.fi.ops, control, hml_cq_control);
 }

@@ -36,6 +36,16 @@ static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
 	return ret;
 }
 
+/* Not safe to block on a CQ whose shim entries the application has not
+ * read: they do not show in the provider's wait object. */
+static int hml_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	for (int i = 0; i < count; i++)
+		if (hml_cq_busy(fids[i]))
+			return -FI_EAGAIN;
+	return fabric_of(fabric)->prov->trywait(fabric, fids, count);
+}
+
 static void release(struct hml_fid *h)
 {
 	free(container_of(h, struct hml_fabric, h));
@@ -53,6 +63,7 @@ void hml_fabric_wrap(struct fid_fabric *fabric)
 	if (hml_table_take(&fabric->ops, &f->ops, f->prov)) {
 		hml_table_set(&f->ops.ops, domain, hml_domain_open);
 		hml_table_set(&f->ops.ops, domain2, hml_domain_open2);
+		hml_table_set(&f->ops.ops, trywait, hml_trywait);
 		fabric->ops = &f->ops.ops;
 	}
 	hml_fid_wrap(&f->h, &fabric->fid, release);

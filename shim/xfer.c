@@ -128,10 +128,16 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 	for (size_t i = 0; i < count; i++) {
 		struct hml_mr *mr = hml_mrmap_key(&t->domain->mrs, riov[i].key,
 						  t->base);
+		struct hml_mem m;
 
 		mrs[i] = mr;
 		if (!mr)
 			return -FI_EINVAL;
+		/* Whether the region is device memory decides whose error a
+		 * refused range is: known before the range is judged. */
+		if (!classify_mr(mr, mr->iov[0].iov_base, &m) &&
+		    m.type == HML_MEM_DEVICE)
+			s->device = true;
 		if ((mr->access & access) != access)
 			return -FI_EACCES;
 		if (!riov[i].len)
