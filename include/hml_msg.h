@@ -30,6 +30,9 @@ struct hml_rx {
 	int tagged;
 	int state;			/* enum hml_rx_state, under the lock */
 	bool abandoned;			/* its sender stopped waiting */
+	bool silent;			/* FI_COMPLETION added: swallow it */
+	bool in_use;			/* multi-receive the provider fills */
+	bool unclaimable;		/* the provider refused its cancel */
 	size_t used;			/* FI_MULTI_RECV: bytes taken */
 	size_t min_multi;
 	size_t count;
@@ -58,6 +61,7 @@ struct hml_rxq {
 	pthread_mutex_t lock;
 	struct hml_ep *owner;
 	uint64_t caps;
+	uint64_t owner_rx_cq_flags;	/* FI_SELECTIVE_COMPLETION? */
 	size_t min_multi_recv;
 	bool no_cancel;
 	struct hml_rx posted[2];	/* list heads, by HML_(UN)TAGGED */

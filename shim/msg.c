@@ -13,10 +13,19 @@
 #include "hml_log.h"
 #include "hml_msg.h"
 
-/* How long a sender waits for the provider to answer a cancel. */
+/* How long a sender waits for the provider to answer a cancel; for a
+ * receive of a shared receive context, after which silence is consent. */
 #define RECLAIM_SECONDS 5
+#define SRX_SECONDS 0.05
 
-enum reclaim { WON, LOST, GAVE_UP, BUSY, NO_CANCEL };
+enum reclaim {
+	WON,		/* the receive is the sender's */
+	LOST,		/* it completed first; the record is the sender's to free */
+	REFUSED,	/* the provider would not cancel it: try the next */
+	GAVE_UP,	/* no answer: the record is the filter's now */
+	BUSY,		/* a multi-receive buffer the provider is filling */
+	NO_CANCEL,	/* the provider cannot cancel receives */
+};
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -45,7 +54,8 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 
 	*busy = false;
 	for (struct hml_rx *r = head->next; r != head; r = r->next) {
-		if (r->state != HML_RX_POSTING && r->state != HML_RX_POSTED)
+		if ((r->state != HML_RX_POSTING && r->state != HML_RX_POSTED) ||
+		    r->unclaimable)
 			continue;
 		if (!hml_rx_matches(q, r, in->src, in->tag))
 			continue;
@@ -80,15 +90,33 @@ static void pump_all(struct hml_rxq *q)
 	}
 }
 
-/*
- * Take a receive back from the provider. fi_cancel returns 0 whether or
- * not it found the receive, so the answer is in the CQ: the cancel's
- * FI_ECANCELED error (the receive is ours), or the receive's own
- * completion (a message from elsewhere got there first).
- */
-static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r)
+/* sockets counts a cancelled receive as an error on the receive counter:
+ * the application did not cancel anything, so take it back. */
+static void uncount(struct hml_cntr *c, uint64_t before)
 {
-	double deadline = now() + RECLAIM_SECONDS;
+	uint64_t after;
+
+	/* Counters add modulo 2^64: adding the difference's complement
+	 * takes it away. */
+	if (c && (after = fi_cntr_readerr(c->cntr)) > before)
+		fi_cntr_adderr(c->cntr, before - after);
+}
+
+/*
+ * Take a receive back from the provider. util providers' fi_cancel returns
+ * 0 whether or not it found the receive, so the answer is in the CQ: the
+ * cancel's FI_ECANCELED error (the receive is ours), or the receive's own
+ * completion (a message from elsewhere got there first). A receive on a
+ * shared receive context has no CQ of its own, and sockets removes it
+ * without a word: no answer then means it is ours.
+ */
+static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
+			    struct hml_ep *t)
+{
+	bool srx = q->owner->h.fid->fclass == FI_CLASS_SRX_CTX;
+	double deadline = now() + (srx ? SRX_SECONDS : RECLAIM_SECONDS);
+	struct hml_cntr *rc = t->base->cntr[HML_CNTR_RECV];
+	uint64_t errs = rc ? fi_cntr_readerr(rc->cntr) : 0;
 	ssize_t ret = fi_cancel(&r->fid->fid, r->context);
 	int state;
 
@@ -97,17 +125,29 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r)
 		r->state = HML_RX_POSTED;
 		if (ret == -FI_ENOSYS)
 			q->no_cancel = true;
+		else if (!r->in_use)
+			r->unclaimable = true;
 		pthread_mutex_unlock(&q->lock);
-		return ret == -FI_ENOSYS ? NO_CANCEL : BUSY;
+		return ret == -FI_ENOSYS ? NO_CANCEL : r->in_use ? BUSY : REFUSED;
 	}
 	for (;;) {
 		pthread_mutex_lock(&q->lock);
 		state = r->state;
-		if (state == HML_RX_CANCELING && now() > deadline)
-			r->abandoned = true;
+		if (state == HML_RX_CANCELING && now() > deadline) {
+			if (srx) {
+				hml_rx_unlink(q, r);
+				state = r->state = HML_RX_RECLAIMED;
+			} else {
+				r->abandoned = true;
+			}
+		}
 		pthread_mutex_unlock(&q->lock);
+		if (state == HML_RX_RECLAIMED) {
+			uncount(rc, errs);
+			return WON;
+		}
 		if (state != HML_RX_CANCELING)
-			return state == HML_RX_RECLAIMED ? WON : LOST;
+			return LOST;
 		if (r->abandoned) {
 			hml_warn("the provider did not answer a cancel in %d s: "
 				 "a same-process message waits for the next "
@@ -186,10 +226,12 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			pthread_mutex_unlock(&q->lock);
 			return HML_PASS;
 		}
-		r->state = HML_RX_CANCELING;
+		busy = r->in_use;
+		if (!busy)
+			r->state = HML_RX_CANCELING;
 		pthread_mutex_unlock(&q->lock);
 
-		switch (reclaim(q, r)) {
+		switch (busy ? BUSY : reclaim(q, r, t)) {
 		case WON:
 			err = hml_rx_deliver(t, r, u ? &u->side : &src, &in);
 			if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
@@ -200,13 +242,14 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		case LOST:
 			free(r);
 			break;
+		case REFUSED:
 		case GAVE_UP:
 			break;
 		case BUSY:
-			hml_warn_once("a receive in use by the provider (a "
-				      "multi-receive buffer) cannot be taken "
-				      "back: the same-process send completes "
-				      "with FI_EOPNOTSUPP");
+			hml_warn_once("a multi-receive buffer the provider has "
+				      "begun to fill cannot be taken back: the "
+				      "same-process send completes with "
+				      "FI_EOPNOTSUPP");
 			err = -FI_EOPNOTSUPP;
 			goto done;
 		case NO_CANCEL:

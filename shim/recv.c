@@ -85,6 +85,13 @@ static struct hml_rx *rx_new(struct hml_rxq *q, struct fid_ep *fid,
 	r->ignore = m->ignore;
 	r->tagged = tagged;
 	r->min_multi = q->min_multi_recv;
+	/* A receive that completes without an entry would stay recorded
+	 * for ever: ask for the entry, and swallow it (filter_one). */
+	if ((q->owner_rx_cq_flags & FI_SELECTIVE_COMPLETION) &&
+	    !(flags & FI_COMPLETION)) {
+		r->silent = true;
+		r->flags |= FI_COMPLETION;
+	}
 	r->count = m->iov_count;
 	r->iov = (struct iovec *) (r + 1);
 	r->desc = (void **) (r->iov + r->count);
@@ -161,7 +168,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 	/* A multi-receive buffer's release is always reported (fi_msg(3)). */
 	if (b->rx_cq && (c.err || (c.flags & FI_MULTI_RECV) ||
 			 !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-			 (r->flags & FI_COMPLETION)))
+			 ((r->flags & FI_COMPLETION) && !r->silent)))
 		hml_cq_push(b->rx_cq, &c);
 	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c.len, c.err);
 	return err;
@@ -465,6 +472,7 @@ void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
 static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 {
 	struct hml_rx *r;
+	bool keep;
 
 	for (r = *bucket(q, e->op_context); r; r = r->hnext)
 		if (r->context == e->op_context)
@@ -480,17 +488,22 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 		}
 		return false;
 	}
+	/* The provider placed a message in a multi-receive buffer: no
+	 * sender may take it back and place one over it. */
 	if (!e->err && (r->flags & FI_MULTI_RECV) &&
-	    !(e->flags & FI_MULTI_RECV))
-		return true;
+	    !(e->flags & FI_MULTI_RECV)) {
+		r->in_use = true;
+		return !r->silent;
+	}
 	hml_rx_unlink(q, r);
+	keep = e->err || !r->silent;
 	/* Whoever is busy with it frees it. */
 	if (r->state == HML_RX_POSTED ||
 	    (r->state == HML_RX_CANCELING && r->abandoned))
 		free(r);
 	else
 		r->state = HML_RX_DONE;
-	return true;
+	return keep;
 }
 
 bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
@@ -520,6 +533,7 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 	pthread_mutex_init(&q->lock, NULL);
 	q->owner = o;
 	q->caps = t->base->caps;
+	q->owner_rx_cq_flags = t->base->rx_cq_flags;
 	for (int i = 0; i < 2; i++) {
 		q->posted[i].next = q->posted[i].prev = &q->posted[i];
 		q->unexp_tail[i] = &q->unexp[i];
