@@ -105,6 +105,22 @@ void t_open(struct t_fabric *f, const struct t_opts *o)
 	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
 }
 
+int t_try_open(struct t_fabric *f, const struct t_opts *o)
+{
+	struct fi_info *hints = hints_for(o);
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
+	fi_freeinfo(hints);
+	if (ret == -FI_ENODATA)
+		return ret;
+	t_fi(ret);
+	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
+	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
+	return 0;
+}
+
 void t_close(struct t_fabric *f)
 {
 	t_fi(fi_close(&f->domain->fid));

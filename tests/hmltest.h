@@ -63,6 +63,9 @@ struct t_mr {
 };
 
 void t_open(struct t_fabric *f, const struct t_opts *o);
+/* As t_open, but -FI_ENODATA (nothing fits the hints) is returned, not a
+ * skip. */
+int t_try_open(struct t_fabric *f, const struct t_opts *o);
 void t_close(struct t_fabric *f);
 void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
 void t_ep_close(struct t_ep *e);

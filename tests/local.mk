@@ -4,7 +4,10 @@ tests_libhmltest_la_SOURCES = tests/common.c tests/hmltest.h
 LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
-	tests/reproducer tests/closeorder
+	tests/reproducer tests/closeorder tests/rma tests/msg
+tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
+tests_rma_LDADD = $(LDADD) -lpthread
+tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)
 
@@ -25,3 +28,5 @@ check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 
 clean-local:
 	rm -rf tests/logs
+
+EXTRA_DIST += tests/bench-smoke
