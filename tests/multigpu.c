@@ -1,0 +1,301 @@
+/*
+ * Several GPUs in one process: same-process fi_write, fi_read and fi_send
+ * between buffers on different devices, both ways, with peer access and
+ * without; every thread's current context as it was before; and no context
+ * made on a device none of an operation's buffers is on.
+ *
+ * The buffers live on devices 1 and 2; device 0, which a careless shim
+ * would use by default, holds none. On the CUDA driver double the program
+ * runs itself again with CUDA_DOUBLE_DEVICES=3; on real GPUs it needs
+ * three, and says so when there are fewer.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hmltest.h"
+
+#define LEN (256 * 1024)
+#define THREADS 16
+#define DEVS 3
+
+struct fx {
+	struct t_fabric f;
+	struct t_ep a, b;		/* a initiates, b is the target */
+	fi_addr_t ab;
+	CUcontext ctx[DEVS];		/* primary contexts of devices 1, 2 */
+	void *buf[DEVS];		/* a buffer on devices 1 and 2 */
+	struct t_mr mr[DEVS];
+	char *host, *back;
+};
+
+static struct fx fx;
+
+static CUdevice dev(int i)
+{
+	CUdevice d;
+
+	t_cu(cuDeviceGet(&d, i));
+	return d;
+}
+
+static bool is_double(void)
+{
+	const char *env = getenv("HMEMLOOP_TEST_CUDA");
+	char name[64] = "";
+
+	if (env && !strcmp(env, "real"))
+		return false;
+	t_cu(cuDeviceGetName(name, sizeof(name), dev(0)));
+	return !strcmp(name, "CUDA driver double");
+}
+
+/* Whether device 0 has a context, and how much memory is used there
+ * (which a context costs). Read through a context made for the question
+ * and destroyed again, on a thread of its own. */
+static void *probe_dev0(void *arg)
+{
+	size_t *used = arg, free_b, total_b;
+	CUcontext ctx;
+
+	t_cu(cuCtxCreate(&ctx, NULL, 0, dev(0)));
+	t_cu(cuMemGetInfo(&free_b, &total_b));
+	t_cu(cuCtxDestroy(ctx));
+	*used = total_b - free_b;
+	return NULL;
+}
+
+static size_t used_dev0(void)
+{
+	pthread_t th;
+	size_t used;
+
+	t_assert(!pthread_create(&th, NULL, probe_dev0, &used), "thread");
+	pthread_join(th, NULL);
+	return used;
+}
+
+static void dev0_untouched(const char *what)
+{
+	unsigned flags;
+	int active;
+
+	t_cu(cuDevicePrimaryCtxGetState(dev(0), &flags, &active));
+	t_assert(!active, "%s: device 0's primary context is active: a "
+		 "context was made on a device no buffer is on", what);
+}
+
+static void setup(void)
+{
+	t_cu(cuInit(0));
+	for (int i = 1; i < DEVS; i++) {
+		t_cu(cuDevicePrimaryCtxRetain(&fx.ctx[i], dev(i)));
+		t_cu(cuCtxSetCurrent(fx.ctx[i]));
+		fx.buf[i] = t_dev_alloc(LEN);
+	}
+	t_cu(cuCtxSetCurrent(NULL));
+	fx.host = malloc(LEN);
+	fx.back = malloc(LEN);
+	t_open(&fx.f, NULL);
+	t_ep_open(&fx.a, &fx.f, NULL);
+	t_ep_open(&fx.b, &fx.f, NULL);
+	fx.ab = t_insert(&fx.a, fx.b.name);
+	for (int i = 1; i < DEVS; i++)
+		t_reg(&fx.f, fx.buf[i], LEN, FI_SEND | FI_RECV | FI_READ |
+		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, i, &fx.mr[i]);
+}
+
+/* Put and get device bytes in the buffer's own context, restoring the
+ * thread's. */
+static void put(int d, unsigned seed)
+{
+	CUcontext old;
+
+	t_fill(fx.host, LEN, seed);
+	t_cu(cuCtxGetCurrent(&old));
+	t_cu(cuCtxSetCurrent(fx.ctx[d]));
+	t_dev_put(fx.buf[d], fx.host, LEN);
+	t_cu(cuCtxSetCurrent(old));
+}
+
+static bool holds(int d, unsigned seed)
+{
+	CUcontext old;
+
+	t_cu(cuCtxGetCurrent(&old));
+	t_cu(cuCtxSetCurrent(fx.ctx[d]));
+	t_dev_get(fx.back, fx.buf[d], LEN);
+	t_cu(cuCtxSetCurrent(old));
+	return t_check(fx.back, LEN, seed);
+}
+
+enum op { WRITE, READ, SEND };
+static const char *const op_names[] = { "fi_write", "fi_read", "fi_send" };
+
+/* One operation moving device src's bytes to device dst, from the calling
+ * thread, whose current context must be the same afterwards. */
+static void move(enum op op, int src, int dst, unsigned seed, const char *how)
+{
+	CUcontext before, after;
+	int sctx, rctx;
+
+	put(src, seed);
+	put(dst, seed + 1);
+	t_cu(cuCtxGetCurrent(&before));
+	switch (op) {
+	case WRITE:
+		t_post(fx.a.cq, fi_write(fx.a.ep, fx.buf[src], LEN,
+					 fx.mr[src].desc, fx.ab,
+					 t_raddr(&fx.f, &fx.mr[dst], 0),
+					 fx.mr[dst].key, &sctx));
+		break;
+	case READ:
+		t_post(fx.a.cq, fi_read(fx.a.ep, fx.buf[dst], LEN,
+					fx.mr[dst].desc, fx.ab,
+					t_raddr(&fx.f, &fx.mr[src], 0),
+					fx.mr[src].key, &sctx));
+		break;
+	case SEND:
+		t_post(fx.b.cq, fi_recv(fx.b.ep, fx.buf[dst], LEN,
+					fx.mr[dst].desc, FI_ADDR_UNSPEC,
+					&rctx));
+		t_post(fx.a.cq, fi_send(fx.a.ep, fx.buf[src], LEN,
+					fx.mr[src].desc, fx.ab, &sctx));
+		break;
+	}
+	t_expect(fx.a.cq, &sctx, op == SEND ? FI_SEND : FI_RMA,
+		 (size_t) -1);
+	if (op == SEND)
+		t_expect(fx.b.cq, &rctx, FI_RECV, LEN);
+	t_cu(cuCtxGetCurrent(&after));
+	t_assert(after == before, "%s device %d to device %d, %s: the "
+		 "thread's context changed from %p to %p", op_names[op], src,
+		 dst, how, (void *) before, (void *) after);
+	t_assert(holds(dst, seed), "%s device %d to device %d, %s: wrong "
+		 "bytes", op_names[op], src, dst, how);
+	dev0_untouched(how);
+}
+
+static void every_op(const char *how, unsigned seed)
+{
+	for (enum op op = WRITE; op <= SEND; op++) {
+		move(op, 1, 2, seed + 10 * op, how);
+		move(op, 2, 1, seed + 10 * op + 5, how);
+	}
+	t_ok("fi_write, fi_read, fi_send between devices 1 and 2, both ways, "
+	     "%s", how);
+}
+
+/* From a thread with no context, or with each device's context current,
+ * or a context of its own. */
+static void *from_thread(void *arg)
+{
+	unsigned seed = (unsigned) (uintptr_t) arg;
+	CUcontext own;
+
+	every_op("a thread with no current context", seed);
+	t_cu(cuCtxSetCurrent(fx.ctx[1]));
+	every_op("a thread with device 1's context current", seed + 100);
+	t_cu(cuCtxSetCurrent(fx.ctx[2]));
+	every_op("a thread with device 2's context current", seed + 200);
+	t_cu(cuCtxCreate(&own, NULL, 0, dev(2)));
+	every_op("a thread with a context it created on device 2", seed + 300);
+	t_cu(cuCtxDestroy(own));
+	t_cu(cuCtxSetCurrent(NULL));
+	return NULL;
+}
+
+static void run_thread(unsigned seed)
+{
+	pthread_t th;
+
+	t_assert(!pthread_create(&th, NULL, from_thread,
+				 (void *) (uintptr_t) seed), "thread");
+	pthread_join(th, NULL);
+}
+
+/* Many operations from fresh threads, a few at a time. */
+static void *burst(void *arg)
+{
+	unsigned seed = (unsigned) (uintptr_t) arg;
+
+	/* One thread at a time on the shared endpoints and buffers. */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+	pthread_mutex_lock(&lock);
+	move(seed % 3, 1 + seed % 2, 2 - seed % 2, seed, "a fresh thread");
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+static void fresh_threads(void)
+{
+	pthread_t th[THREADS];
+
+	for (int i = 0; i < THREADS; i++)
+		t_assert(!pthread_create(&th[i], NULL, burst,
+					 (void *) (uintptr_t) (1000 + i)),
+			 "thread");
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	t_ok("%d operations from %d fresh threads", THREADS, THREADS);
+}
+
+static void peer_access(bool on)
+{
+	for (int i = 1; i < DEVS; i++) {
+		CUresult r;
+
+		t_cu(cuCtxSetCurrent(fx.ctx[i]));
+		r = on ? cuCtxEnablePeerAccess(fx.ctx[3 - i], 0) :
+			 cuCtxDisablePeerAccess(fx.ctx[3 - i]);
+		if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED &&
+		    r != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+			t_cu(r);
+	}
+	t_cu(cuCtxSetCurrent(NULL));
+}
+
+int main(int argc, char **argv)
+{
+	size_t used_before, used_after;
+	int n;
+
+	t_init(argc, argv, NULL);
+	t_cu(cuInit(0));
+	if (is_double() && !getenv("CUDA_DOUBLE_DEVICES")) {
+		setenv("CUDA_DOUBLE_DEVICES", "3", 1);
+		fflush(stdout);
+		execv("/proc/self/exe", argv);
+		t_fail("execv: cannot run myself again");
+	}
+	t_cu(cuDeviceGetCount(&n));
+	if (n < DEVS)
+		t_skip("%d CUDA device(s): this test needs %d (buffers on two, "
+		       "and one that must stay untouched)", n, DEVS);
+	dev0_untouched("before anything");
+	used_before = used_dev0();
+
+	setup();
+	peer_access(false);
+	every_op("peer access off, main thread with no context", 1);
+	run_thread(2000);
+	peer_access(true);
+	every_op("peer access on, main thread with no context", 3000);
+	run_thread(4000);
+	fresh_threads();
+
+	used_after = used_dev0();
+	t_assert(used_after == used_before, "device 0 uses %zu bytes after "
+		 "the transfers, %zu before", used_after, used_before);
+	t_ok("device 0 untouched: no primary context, %zu bytes used before "
+	     "and after", used_after);
+	for (int i = 1; i < DEVS; i++)
+		t_fi(fi_close(&fx.mr[i].mr->fid));
+	t_ep_close(&fx.a);
+	t_ep_close(&fx.b);
+	t_close(&fx.f);
+	return 0;
+}
