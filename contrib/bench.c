@@ -1,0 +1,253 @@
+/*
+ * hmemloop-bench: what hmemloop's same-process device copies cost against
+ * the CUDA driver's own copy and against staging through host memory
+ * (mode 1, run under the hmemloop wrapper), and what hmemloop costs the
+ * traffic it passes through (mode 2, --passthrough). docs/bench.md says
+ * how to read the output.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+struct b_opts b_opt = {
+	.min_size = 8,
+	.max_size = 1UL << 30,
+	.iters = 1000,
+	.max_time = 1.0,
+	.runs = 5,
+	.msg_size = 64,
+};
+
+void b_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "hmemloop-bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(2);
+}
+
+double b_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *) a, y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentiles: with few samples p99 is the largest. */
+void b_stats(double *v, size_t n, struct b_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!n)
+		return;
+	qsort(v, n, sizeof(*v), cmp_double);
+	s->n = n;
+	s->min = v[0];
+	s->max = v[n - 1];
+	s->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	s->p99 = v[(n * 99 + 99) / 100 - 1];
+}
+
+const char *b_size_str(size_t n, char *buf, size_t len)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB" };
+	int u = 0;
+
+	while (u < 3 && n >= 1024 && !(n % 1024)) {
+		n /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%zu %s", n, unit[u]);
+	return buf;
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		b_die("bad size '%s'", s);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || !v)
+		b_die("bad size '%s'", s);
+	return v;
+}
+
+static void parse_sizes(const char *s)
+{
+	char buf[64], *colon;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	colon = strchr(buf, ':');
+	if (!colon)
+		b_die("--sizes wants MIN:MAX, got '%s'", s);
+	*colon = '\0';
+	b_opt.min_size = parse_size(buf);
+	b_opt.max_size = parse_size(colon + 1);
+	if (b_opt.min_size > b_opt.max_size)
+		b_die("--sizes: MIN is larger than MAX");
+}
+
+static long parse_long(const char *s, const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0)
+		b_die("%s wants a positive number, got '%s'", what, s);
+	return v;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage:\n"
+"  hmemloop hmemloop-bench [-p PROVIDER] [--sizes MIN:MAX] [--iters N]\n"
+"                          [--max-time S] [--csv FILE] [--quick]\n"
+"                          [--staging-copy async|sync]\n"
+"  hmemloop-bench --no-shim [same options]\n"
+"  hmemloop-bench --passthrough [-p PROVIDER]... [--runs N] [--iters N]\n"
+"                 [--msg-size N] [--lib PATH] [--csv FILE] [--quick]\n"
+"\n"
+"Mode 1 (default) times same-process copies of CUDA device memory: the\n"
+"CUDA driver's own copy (the ceiling), fi_write, fi_read and fi_send\n"
+"through hmemloop, and staging through pinned host memory. It must run\n"
+"under the hmemloop wrapper; --no-shim runs the ceiling and staging only.\n"
+"  -p, --provider PROV  provider (default shm)\n"
+"  --sizes MIN:MAX      sizes, MIN times powers of 4, and MAX (default 8:1G)\n"
+"  --iters N            latency operations a point (default 1000)\n"
+"  --max-time S         seconds a point may take before fewer operations\n"
+"                       are measured (default 1)\n"
+"  --csv FILE           one row per method, direction and size\n"
+"  --quick              smoke run: --sizes 8:4096 --iters 20\n"
+"  --staging-copy K     staging copies: async (cuMemcpyAsync on a stream,\n"
+"                       default) or sync (cuMemcpy)\n"
+"\n"
+"Mode 2 (--passthrough) times host-memory traffic between two processes\n"
+"without hmemloop, with it preloaded but disabled, and enabled.\n"
+"  -p PROV              provider, may repeat (default tcp;ofi_rxm and shm)\n"
+"  --runs N             process pairs per configuration (default 5)\n"
+"  --iters N            ping-pong round trips a run (default 10000)\n"
+"  --msg-size N         message and write size (default 64)\n"
+"  --lib PATH           libhmemloop.so (default: found near this program)\n");
+}
+
+enum {
+	OPT_SIZES = 256, OPT_ITERS, OPT_CSV, OPT_QUICK, OPT_NO_SHIM,
+	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
+	OPT_STAGING, OPT_CHILD,
+};
+
+static const struct option long_opts[] = {
+	{ "provider", required_argument, NULL, 'p' },
+	{ "sizes", required_argument, NULL, OPT_SIZES },
+	{ "iters", required_argument, NULL, OPT_ITERS },
+	{ "csv", required_argument, NULL, OPT_CSV },
+	{ "quick", no_argument, NULL, OPT_QUICK },
+	{ "no-shim", no_argument, NULL, OPT_NO_SHIM },
+	{ "passthrough", no_argument, NULL, OPT_PASS },
+	{ "runs", required_argument, NULL, OPT_RUNS },
+	{ "lib", required_argument, NULL, OPT_LIB },
+	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
+	{ "msg-size", required_argument, NULL, OPT_MSG_SIZE },
+	{ "staging-copy", required_argument, NULL, OPT_STAGING },
+	{ "pp-child", required_argument, NULL, OPT_CHILD },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
+{
+	switch (c) {
+	case 'p':
+		if (b_opt.nprovs == 8)
+			b_die("too many -p");
+		b_opt.provs[b_opt.nprovs++] = arg;
+		b_opt.prov = arg;
+		break;
+	case OPT_SIZES: parse_sizes(arg); *sizes = true; break;
+	case OPT_ITERS:
+		b_opt.iters = parse_long(arg, "--iters");
+		*iters = true;
+		break;
+	case OPT_CSV: b_opt.csv = arg; break;
+	case OPT_QUICK: b_opt.quick = true; break;
+	case OPT_NO_SHIM: b_opt.no_shim = true; break;
+	case OPT_PASS: b_opt.passthrough = true; break;
+	case OPT_RUNS: b_opt.runs = (int) parse_long(arg, "--runs"); break;
+	case OPT_LIB: b_opt.lib = arg; break;
+	case OPT_MAX_TIME:
+		b_opt.max_time = atof(arg);
+		if (b_opt.max_time <= 0)
+			b_die("--max-time wants seconds, got '%s'", arg);
+		break;
+	case OPT_MSG_SIZE: b_opt.msg_size = parse_size(arg); break;
+	case OPT_STAGING:
+		if (strcmp(arg, "sync") && strcmp(arg, "async"))
+			b_die("--staging-copy wants async or sync");
+		b_opt.staging_sync = !strcmp(arg, "sync");
+		break;
+	case OPT_CHILD: b_opt.child_role = arg; break;
+	case 'h': usage(stdout); exit(0);
+	default: usage(stderr); exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	bool sizes = false, iters = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "p:h", long_opts, NULL)) != -1)
+		parse_opt(c, optarg, &sizes, &iters);
+	if (optind < argc)
+		b_die("unexpected argument '%s' (--help for usage)",
+		      argv[optind]);
+	if (b_opt.child_role)
+		return b_pass_child();
+	if (b_opt.passthrough) {
+		if (!iters)
+			b_opt.iters = b_opt.quick ? 1000 : 10000;
+		return b_pass_main(argv);
+	}
+	if (b_opt.quick && !sizes)
+		parse_sizes("8:4096");
+	if (b_opt.quick && !iters)
+		b_opt.iters = 20;
+	if (!b_opt.prov)
+		b_opt.prov = "shm";
+	if (b_opt.nprovs > 1)
+		b_die("mode 1 takes one provider");
+	return b_device_main();
+}

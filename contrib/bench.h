@@ -1,0 +1,159 @@
+/*
+ * hmemloop-bench: declarations shared by its source files.
+ *
+ *   bench.c         options, timing and statistics, main
+ *   bench_cuda.c    the CUDA driver, opened with dlopen
+ *   bench_fabric.c  provider, endpoints, registrations, CQ waits
+ *   bench_device.c  mode 1: same-process device copies, the methods
+ *   bench_run.c     mode 1: the fork probe and the measurement loops
+ *   bench_report.c  mode 1: text tables and CSV
+ *   bench_pass.c    mode 2: pass-through cost between two processes
+ */
+#ifndef HML_BENCH_H
+#define HML_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+/* Operations in flight for the message-rate figures. */
+#define B_WINDOW 64
+/* No completion for this long is a failure, not a slow point. */
+#define B_STALL_S 30.0
+
+struct b_opts {
+	const char *prov;		/* mode 1: one provider */
+	const char *provs[8];		/* mode 2: -p may repeat */
+	int nprovs;
+	size_t min_size, max_size;
+	long iters;			/* mode 1: latency ops; mode 2: round trips */
+	double max_time;		/* seconds one measured point may take */
+	const char *csv;
+	bool quick;
+	bool no_shim;
+	bool passthrough;
+	bool staging_sync;		/* staging copies with cuMemcpy */
+	int runs;
+	const char *lib;
+	size_t msg_size;		/* mode 2 */
+	const char *child_role;		/* mode 2, internal */
+};
+
+extern struct b_opts b_opt;
+
+/* bench.c */
+void b_die(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+double b_now(void);
+struct b_stats {
+	size_t n;
+	double median, p99, min, max;
+};
+/* Sorts v. */
+void b_stats(double *v, size_t n, struct b_stats *s);
+const char *b_size_str(size_t n, char *buf, size_t len);
+
+/* bench_cuda.c: the driver calls the bench makes, resolved with
+ * cuGetProcAddress_v2 against the 12.0 API. */
+struct b_cu {
+	CUresult (*init)(unsigned int flags);
+	CUresult (*error_name)(CUresult r, const char **name);
+	CUresult (*driver_version)(int *version);
+	CUresult (*device_get)(CUdevice *dev, int ordinal);
+	CUresult (*device_name)(char *name, int len, CUdevice dev);
+	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*ctx_set_current)(CUcontext ctx);
+	CUresult (*ctx_sync)(void);
+	CUresult (*mem_alloc)(CUdeviceptr *p, size_t n);
+	CUresult (*mem_free)(CUdeviceptr p);
+	CUresult (*host_alloc)(void **p, size_t n, unsigned int flags);
+	CUresult (*host_free)(void *p);
+	CUresult (*memset_d8)(CUdeviceptr p, unsigned char v, size_t n);
+	CUresult (*memcpy)(CUdeviceptr dst, CUdeviceptr src, size_t n);
+	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
+				 CUstream stream);
+	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
+	CUresult (*stream_destroy)(CUstream stream);
+	CUresult (*stream_sync)(CUstream stream);
+};
+
+extern struct b_cu cu;
+/* Open the driver and make device 0's primary context current; on
+ * failure returns -1 with the reason in why. */
+int b_cuda_open(char *why, size_t len);
+const char *b_cuda_device(void);
+int b_cuda_version(void);
+/* 0, or an "error: CALL: NAME" string in b_errmsg and -1. */
+int b_cu_ok(CUresult r, const char *call);
+
+/* bench_fabric.c */
+struct b_fab {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+};
+
+struct b_ep {
+	struct fid_ep *ep;
+	struct fid_cq *tx, *rx;
+	struct fid_av *av;
+	char name[256];
+	size_t namelen;
+};
+
+extern char b_errmsg[256];
+
+/* -FI_ENODATA when the provider is not here. */
+int b_fab_open(struct b_fab *f, const char *prov);
+void b_fab_close(struct b_fab *f);
+void b_ep_open(struct b_ep *e, struct b_fab *f);
+void b_ep_close(struct b_ep *e);
+fi_addr_t b_av_insert(struct b_ep *e, const void *name);
+struct fid_mr *b_mr_reg(struct b_fab *f, void *buf, size_t len, uint64_t key);
+void b_mr_close(struct fid_mr *mr);
+/* The address an initiator names for the start of a registered buffer. */
+uint64_t b_raddr(const struct b_fab *f, const void *buf);
+/* Read n completions from cq, driving the process's other CQs while
+ * waiting: 0, or -1 with the reason in b_errmsg. */
+int b_cq_wait(struct fid_cq *cq, long n);
+/* Read what completions there are, up to max, without waiting: the
+ * count, or -1 with the reason in b_errmsg. */
+long b_cq_poll(struct fid_cq *cq, long max);
+/* Drive progress on every CQ the process opened. */
+void b_progress(void);
+/* Seconds without progress after which a wait or a post fails. */
+extern double b_stall_s;
+/* A stall guard for polling loops: call with what the last poll got;
+ * drives progress while nothing comes, true once b_stall_s passed. */
+struct b_stall {
+	unsigned spins;
+	double end;
+};
+bool b_stalled(struct b_stall *s, long got);
+/* ret = call, retried while the provider says -FI_EAGAIN, driving
+ * progress; -FI_ETIMEDOUT once that has gone on for b_stall_s. */
+#define B_POST(ret, call) do {						\
+		struct b_stall s_ = { 0, 0 };				\
+		while (((ret) = (call)) == -FI_EAGAIN &&		\
+		       !b_stalled(&s_, 0))				\
+			;						\
+		if ((ret) == -FI_EAGAIN)				\
+			(ret) = -FI_ETIMEDOUT;				\
+	} while (0)
+/* Put what before the reason in b_errmsg. */
+void b_prefix(const char *what);
+/* 0 for 0; else -1 with "WHAT: why" in b_errmsg. */
+int b_post_failed(ssize_t ret, const char *what);
+
+/* bench_device.c / bench_run.c / bench_report.c: mode 1 */
+int b_device_main(void);
+/* bench_pass.c: mode 2 */
+int b_pass_main(char **argv);
+int b_pass_child(void);
+
+#endif

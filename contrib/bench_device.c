@@ -1,0 +1,483 @@
+/*
+ * Mode 1's methods. Each moves len bytes from a direction's source buffer
+ * to its destination buffer of this process:
+ *   ceiling_async  cuMemcpyAsync on a non-blocking stream, cuStreamSynchronize
+ *   ceiling_sync   cuMemcpy, cuStreamSynchronize of the legacy stream
+ *   fi_write       endpoint a to its own address: a write, or a read, or
+ *   fi_read        ... (through hmemloop)
+ *   fi_send        a to endpoint b, into a receive posted on b
+ *   staging        device to pinned host, a host fi_write through the
+ *                  provider, pinned host to device, each step waited for
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "bench_dev.h"
+
+const struct b_dir b_dirs[NDIRS] = {
+	{ "D2D", "device to device", DEV_A, DEV_B },
+	{ "H2D", "host to device", HOST_A, DEV_B },
+	{ "D2H", "device to host", DEV_A, HOST_B },
+};
+
+/* Every operation gets a context of its own: hmemloop takes a posted
+ * receive back by its context, and FI_CONTEXT providers need one. More
+ * than are ever outstanding, so none is reused while in use. */
+static struct fi_context ctxs[4 * B_WINDOW];
+static unsigned next_ctx;
+
+static void *ctx(void)
+{
+	return &ctxs[next_ctx++ % (4 * B_WINDOW)];
+}
+
+static bool is_dev(enum b_loc l)
+{
+	return l == DEV_A || l == DEV_B;
+}
+
+static CUdeviceptr dp(const void *p)
+{
+	return (CUdeviceptr) (uintptr_t) p;
+}
+
+/* n copies, then one synchronization: of the bench's stream ... */
+static int copy_async(struct b_ctx *c, enum b_loc dst, enum b_loc src,
+		      size_t len, long n)
+{
+	for (long i = 0; i < n; i++)
+		if (b_cu_ok(cu.memcpy_async(dp(c->buf[dst]), dp(c->buf[src]),
+					    len, c->stream), "cuMemcpyAsync"))
+			return -1;
+	return b_cu_ok(cu.stream_sync(c->stream), "cuStreamSynchronize");
+}
+
+/* ... or of the legacy stream, which cuMemcpy uses: a device-to-device
+ * cuMemcpy returns before the bytes move. */
+static int copy_sync(struct b_ctx *c, enum b_loc dst, enum b_loc src,
+		     size_t len, long n)
+{
+	for (long i = 0; i < n; i++)
+		if (b_cu_ok(cu.memcpy(dp(c->buf[dst]), dp(c->buf[src]), len),
+			    "cuMemcpy"))
+			return -1;
+	return b_cu_ok(cu.stream_sync(CU_STREAM_LEGACY),
+		       "cuStreamSynchronize");
+}
+
+static int ceil_async_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return copy_async(c, d->dst, d->src, len, 1);
+}
+
+static int ceil_sync_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return copy_sync(c, d->dst, d->src, len, 1);
+}
+
+typedef int (*copy_fn)(struct b_ctx *c, enum b_loc dst, enum b_loc src,
+		       size_t len, long n);
+
+static long batches(struct b_ctx *c, const struct b_dir *d, size_t len,
+		    long n, double deadline, copy_fn copy)
+{
+	long done = 0, k;
+
+	while (done < n) {
+		k = n - done < B_WINDOW ? n - done : B_WINDOW;
+		if (copy(c, d->dst, d->src, len, k))
+			return -1;
+		done += k;
+		if (b_now() > deadline)
+			break;
+	}
+	return done;
+}
+
+static long ceil_async_rate(struct b_ctx *c, const struct b_dir *d,
+			    size_t len, long n, double deadline)
+{
+	return batches(c, d, len, n, deadline, copy_async);
+}
+
+static long ceil_sync_rate(struct b_ctx *c, const struct b_dir *d,
+			   size_t len, long n, double deadline)
+{
+	return batches(c, d, len, n, deadline, copy_sync);
+}
+
+/* RMA from endpoint a to its own address. A read's local buffer is the
+ * destination; a write's is the source. */
+static ssize_t rma_post(struct b_ctx *c, const struct b_dir *d, size_t len,
+			bool read)
+{
+	if (read)
+		return fi_read(c->a.ep, c->buf[d->dst], len, c->desc[d->dst],
+			       c->self, b_raddr(&c->fab, c->buf[d->src]),
+			       c->key[d->src], ctx());
+	return fi_write(c->a.ep, c->buf[d->src], len, c->desc[d->src],
+			c->self, b_raddr(&c->fab, c->buf[d->dst]),
+			c->key[d->dst], ctx());
+}
+
+static int rma_one(struct b_ctx *c, const struct b_dir *d, size_t len,
+		   bool read)
+{
+	ssize_t ret;
+
+	B_POST(ret, rma_post(c, d, len, read));
+	if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
+		return -1;
+	return b_cq_wait(c->a.tx, 1);
+}
+
+static int write_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return rma_one(c, d, len, false);
+}
+
+static int read_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return rma_one(c, d, len, true);
+}
+
+static bool stalled(struct b_stall *st, long got)
+{
+	if (!b_stalled(st, got))
+		return false;
+	snprintf(b_errmsg, sizeof(b_errmsg), "no completion in %.0f s",
+		 b_stall_s);
+	return true;
+}
+
+/* Post B_WINDOW, then one more for each completion read. */
+static long rma_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		     long n, double deadline, bool read)
+{
+	struct b_stall st = { 0, 0 };
+	long posted = 0, done = 0, got;
+	ssize_t ret;
+
+	while (done < n) {
+		while (posted < n && posted - done < B_WINDOW) {
+			ret = rma_post(c, d, len, read);
+			if (ret == -FI_EAGAIN)
+				break;
+			if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
+				return -1;
+			posted++;
+		}
+		got = b_cq_poll(c->a.tx, posted - done);
+		if (got < 0 || stalled(&st, got))
+			return -1;
+		done += got;
+		if (posted < n && b_now() > deadline)
+			n = posted;
+	}
+	return done;
+}
+
+static long write_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		       long n, double deadline)
+{
+	return rma_rate(c, d, len, n, deadline, false);
+}
+
+static long read_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		      long n, double deadline)
+{
+	return rma_rate(c, d, len, n, deadline, true);
+}
+
+static ssize_t recv_post(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return fi_recv(c->b.ep, c->buf[d->dst], len, c->desc[d->dst],
+		       FI_ADDR_UNSPEC, ctx());
+}
+
+static ssize_t send_post(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return fi_send(c->a.ep, c->buf[d->src], len, c->desc[d->src], c->peer,
+		       ctx());
+}
+
+static int send_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	ssize_t ret;
+
+	B_POST(ret, recv_post(c, d, len));
+	return b_post_failed(ret, "fi_recv");
+}
+
+/* Both completions: the sender's and the receiver's. */
+static int send_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	ssize_t ret;
+
+	B_POST(ret, send_post(c, d, len));
+	if (b_post_failed(ret, "fi_send"))
+		return -1;
+	if (b_cq_wait(c->a.tx, 1)) {
+		b_prefix("send: ");
+		return -1;
+	}
+	if (b_cq_wait(c->b.rx, 1)) {
+		b_prefix("receive: ");
+		return -1;
+	}
+	return 0;
+}
+
+/* Keep B_WINDOW receives posted and B_WINDOW sends in flight; never more
+ * sends than receives, so that no message arrives unexpected, and no
+ * receive left posted at the end. */
+static long send_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		      long n, double deadline)
+{
+	long precv = 0, psend = 0, drecv = 0, dsend = 0, got, got2;
+	struct b_stall st = { 0, 0 };
+	ssize_t ret;
+
+	while (drecv < n || dsend < n) {
+		while (precv < n && precv - drecv < B_WINDOW &&
+		       (ret = recv_post(c, d, len)) != -FI_EAGAIN) {
+			if (b_post_failed(ret, "fi_recv"))
+				return -1;
+			precv++;
+		}
+		while (psend < precv && psend - dsend < B_WINDOW &&
+		       (ret = send_post(c, d, len)) != -FI_EAGAIN) {
+			if (b_post_failed(ret, "fi_send"))
+				return -1;
+			psend++;
+		}
+		got = b_cq_poll(c->a.tx, psend - dsend);
+		got2 = got < 0 ? 0 : b_cq_poll(c->b.rx, precv - drecv);
+		if (got < 0 || got2 < 0 || stalled(&st, got + got2))
+			return -1;
+		dsend += got;
+		drecv += got2;
+		if (precv < n && b_now() > deadline)
+			n = precv;
+	}
+	return dsend;
+}
+
+static int stage_copy(struct b_ctx *c, enum b_loc dst, enum b_loc src,
+		      size_t len, long n)
+{
+	return b_opt.staging_sync ? copy_sync(c, dst, src, len, n) :
+				    copy_async(c, dst, src, len, n);
+}
+
+/* A host-memory write from HOST_A to HOST_B through the provider. Its
+ * completion must mean the bytes are there: tcp;ofi_rxm completes a plain
+ * write once it is sent, and the copy to the device would then read
+ * bytes that have not landed. */
+static ssize_t host_write(struct b_ctx *c, size_t len)
+{
+	struct iovec iov = { c->buf[HOST_A], len };
+	struct fi_rma_iov riov = {
+		b_raddr(&c->fab, c->buf[HOST_B]), len, c->key[HOST_B],
+	};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .desc = &c->desc[HOST_A], .iov_count = 1,
+		.addr = c->self, .rma_iov = &riov, .rma_iov_count = 1,
+		.context = ctx(),
+	};
+
+	return fi_writemsg(c->a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+}
+
+static int host_writes(struct b_ctx *c, size_t len, long n)
+{
+	ssize_t ret;
+
+	for (long i = 0; i < n; i++) {
+		B_POST(ret, host_write(c, len));
+		if (b_post_failed(ret, "fi_writemsg"))
+			return -1;
+	}
+	return b_cq_wait(c->a.tx, n);
+}
+
+/* The pinned host ends double as the bounce buffers. */
+static int staging_n(struct b_ctx *c, const struct b_dir *d, size_t len,
+		     long n)
+{
+	if (is_dev(d->src) && stage_copy(c, HOST_A, d->src, len, n))
+		return -1;
+	if (host_writes(c, len, n))
+		return -1;
+	if (is_dev(d->dst) && stage_copy(c, d->dst, HOST_B, len, n))
+		return -1;
+	return 0;
+}
+
+static int staging_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return staging_n(c, d, len, 1);
+}
+
+static long staging_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+			 long n, double deadline)
+{
+	long done = 0, k;
+
+	while (done < n) {
+		k = n - done < B_WINDOW ? n - done : B_WINDOW;
+		if (staging_n(c, d, len, k))
+			return -1;
+		done += k;
+		if (b_now() > deadline)
+			break;
+	}
+	return done;
+}
+
+const struct b_method b_methods[NMETHODS] = {
+	[M_CEIL_ASYNC] = { "ceiling_async", false, NULL, ceil_async_one,
+		ceil_async_rate, "64 cuMemcpyAsync, then one cuStreamSynchronize" },
+	[M_CEIL_SYNC] = { "ceiling_sync", false, NULL, ceil_sync_one,
+		ceil_sync_rate, "64 cuMemcpy, then one cuStreamSynchronize "
+		"of the legacy stream" },
+	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate,
+		"64 posted, then one more per completion read" },
+	[M_READ] = { "fi_read", true, NULL, read_one, read_rate,
+		"64 posted, then one more per completion read" },
+	[M_SEND] = { "fi_send", true, send_prep, send_one, send_rate,
+		"64 receives posted and 64 sends in flight; an operation is "
+		"its two completions" },
+	[M_STAGING] = { "staging", false, NULL, staging_one, staging_rate,
+		"per batch: 64 copies to pinned host and a sync, 64 host "
+		"fi_write and their completions, 64 copies to device and a sync" },
+};
+
+static int alloc_buffers(struct b_ctx *c, size_t len)
+{
+	CUdeviceptr p;
+
+	for (int l = DEV_A; l <= DEV_B; l++) {
+		if (b_cu_ok(cu.mem_alloc(&p, len), "cuMemAlloc"))
+			return -1;
+		c->buf[l] = (void *) (uintptr_t) p;
+		if (b_cu_ok(cu.memset_d8(p, 0, len), "cuMemsetD8"))
+			return -1;
+	}
+	for (int l = HOST_A; l <= HOST_B; l++) {
+		if (b_cu_ok(cu.host_alloc(&c->buf[l], len, 0),
+			    "cuMemHostAlloc"))
+			return -1;
+		memset(c->buf[l], 0, len);
+	}
+	if (b_cu_ok(cu.stream_create(&c->stream, CU_STREAM_NON_BLOCKING),
+		    "cuStreamCreate"))
+		return -1;
+	return b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize");
+}
+
+/* Buffers, then the provider: endpoint a with its own address in its AV,
+ * endpoint b as fi_send's receiver, and the four buffers registered. */
+int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->len = len;
+	if (alloc_buffers(c, len)) {
+		snprintf(why, whylen, "%s", b_errmsg);
+		return -1;
+	}
+	ret = b_fab_open(&c->fab, b_opt.prov);
+	if (ret) {
+		snprintf(why, whylen, "provider %s is not available here",
+			 b_opt.prov);
+		return -1;
+	}
+	b_ep_open(&c->a, &c->fab);
+	b_ep_open(&c->b, &c->fab);
+	c->self = b_av_insert(&c->a, c->a.name);
+	c->peer = b_av_insert(&c->a, c->b.name);
+	b_av_insert(&c->b, c->a.name);
+	for (int l = 0; l < NLOC; l++) {
+		c->mr[l] = b_mr_reg(&c->fab, c->buf[l], len, l + 1);
+		c->desc[l] = fi_mr_desc(c->mr[l]);
+		c->key[l] = fi_mr_key(c->mr[l]);
+	}
+	return 0;
+}
+
+void b_ctx_close(struct b_ctx *c)
+{
+	for (int l = 0; l < NLOC; l++)
+		b_mr_close(c->mr[l]);
+	b_ep_close(&c->b);
+	b_ep_close(&c->a);
+	b_fab_close(&c->fab);
+	cu.stream_destroy(c->stream);
+	for (int l = DEV_A; l <= DEV_B; l++)
+		cu.mem_free(dp(c->buf[l]));
+	for (int l = HOST_A; l <= HOST_B; l++)
+		cu.host_free(c->buf[l]);
+}
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+	uint32_t x = (uint32_t) i * 2654435761u + seed * 40503u + seed;
+
+	return (uint8_t) (x >> 13 ^ x);
+}
+
+/* Set a buffer to the pattern, or to zeros, wherever it is. */
+static int put(struct b_ctx *c, enum b_loc l, uint8_t *tmp, size_t len,
+	       unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		tmp[i] = seed ? pattern(i, seed) : 0;
+	if (!is_dev(l)) {
+		memcpy(c->buf[l], tmp, len);
+		return 0;
+	}
+	return b_cu_ok(cu.memcpy(dp(c->buf[l]), dp(tmp), len), "cuMemcpy") ||
+	       b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize") ? -1 : 0;
+}
+
+static int check(struct b_ctx *c, enum b_loc l, uint8_t *tmp, size_t len,
+		 unsigned seed)
+{
+	if (is_dev(l)) {
+		if (b_cu_ok(cu.memcpy(dp(tmp), dp(c->buf[l]), len), "cuMemcpy") ||
+		    b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize"))
+			return -1;
+	} else {
+		memcpy(tmp, c->buf[l], len);
+	}
+	for (size_t i = 0; i < len; i++)
+		if (tmp[i] != pattern(i, seed)) {
+			snprintf(b_errmsg, sizeof(b_errmsg), "completed, but "
+				 "byte %zu of %zu is %#x, not %#x", i, len,
+				 tmp[i], pattern(i, seed));
+			return -1;
+		}
+	return 0;
+}
+
+int b_validate(struct b_ctx *c, int m, const struct b_dir *d, size_t len)
+{
+	const struct b_method *mt = &b_methods[m];
+	unsigned seed = (unsigned) (m * 7 + (d - b_dirs) + 1);
+	uint8_t *tmp = malloc(len);
+	int ret;
+
+	if (!tmp)
+		b_die("out of memory");
+	ret = put(c, d->src, tmp, len, seed) || put(c, d->dst, tmp, len, 0) ||
+	      (mt->prep && mt->prep(c, d, len)) || mt->one(c, d, len) ||
+	      check(c, d->dst, tmp, len, seed) ? -1 : 0;
+	free(tmp);
+	return ret;
+}

@@ -1,0 +1,356 @@
+/*
+ * Mode 1's output: a header that says what was measured, three tables a
+ * direction (latency; bandwidth and message rate; hmemloop against the
+ * ceiling and staging), and the CSV with every number.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_dev.h"
+
+/* Table columns: the ceiling is the faster of its two variants. */
+#define CEIL (-1)
+static const int columns[] = { CEIL, M_WRITE, M_READ, M_SEND, M_STAGING };
+#define NCOLS ((int) (sizeof(columns) / sizeof(columns[0])))
+
+static int ceil_pick(const struct b_results *r, int d, int s)
+{
+	const struct b_point *a = &r->p[d][M_CEIL_ASYNC][s];
+	const struct b_point *y = &r->p[d][M_CEIL_SYNC][s];
+
+	if (a->status != P_OK)
+		return y->status == P_OK ? M_CEIL_SYNC : -1;
+	if (y->status != P_OK)
+		return M_CEIL_ASYNC;
+	return y->lat.median < a->lat.median ? M_CEIL_SYNC : M_CEIL_ASYNC;
+}
+
+static const struct b_point *point(const struct b_results *r, int d, int m,
+				   int s)
+{
+	if (m == CEIL)
+		m = ceil_pick(r, d, s);
+	return m < 0 ? NULL : &r->p[d][m][s];
+}
+
+static const struct b_point *ok(const struct b_results *r, int d, int m,
+				int s)
+{
+	const struct b_point *p = point(r, d, m, s);
+
+	return p && p->status == P_OK ? p : NULL;
+}
+
+static const char *col_name(int m)
+{
+	return m == CEIL ? "ceiling" : b_methods[m].name;
+}
+
+/* Three significant digits or so, in at most 8 characters. */
+static const char *num(double v, char *b, size_t len)
+{
+	if (v >= 1e6)
+		snprintf(b, len, "%.3g", v);
+	else if (v >= 100)
+		snprintf(b, len, "%.0f", v);
+	else if (v >= 10)
+		snprintf(b, len, "%.1f", v);
+	else if (v >= 1)
+		snprintf(b, len, "%.2f", v);
+	else
+		snprintf(b, len, "%.2g", v);
+	return b;
+}
+
+/* What stands in a cell without a number. */
+static const char *no_number(const struct b_results *r, int d, int m, int s)
+{
+	const struct b_point *p = point(r, d, m, s);
+
+	if (!p || p->status == P_NONE)
+		return m != CEIL && b_methods[m].hmemloop && !r->shim ?
+		       "no-shim" : "-";
+	switch (p->status) {
+	case P_UNAVAIL: return "n/a";
+	case P_FAILED: return "failed";
+	case P_SKIPPED: return "skipped";
+	default: return "-";
+	}
+}
+
+static double bw(const struct b_point *p, size_t len)
+{
+	return len / p->lat.median;
+}
+
+void b_report_header(const struct b_ctx *c, const struct b_results *r)
+{
+	char a[32], b[32];
+	int v = b_cuda_version();
+
+	printf("hmemloop-bench: same-process copies of CUDA device memory "
+	       "over %s (%s)\n", b_opt.prov, c->fab.info->fabric_attr->prov_name);
+	printf("CUDA: %s, driver API %d.%d\n", b_cuda_device(), v / 1000,
+	       v % 1000 / 10);
+	printf("hmemloop: %s\n", r->shim ? "enabled (fi_write, fi_read and "
+	       "fi_send go through it)" : "not used (--no-shim): ceiling and "
+	       "staging only");
+	printf("sizes %s to %s, times 4 each step; %ld latency operations a "
+	       "point, one outstanding, after a warm-up; a point stops early "
+	       "after %.1f s (n says how many ran)\n",
+	       b_size_str(b_opt.min_size, a, sizeof(a)),
+	       b_size_str(b_opt.max_size, b, sizeof(b)), b_opt.iters,
+	       b_opt.max_time);
+	printf("buffers: cuMemAlloc on the device, cuMemHostAlloc (pinned) on "
+	       "the host, all registered with fi_mr_reg as ordinary memory "
+	       "(no FI_HMEM)\n");
+	printf("ceiling: the faster of ceiling_async (cuMemcpyAsync on a "
+	       "non-blocking stream + cuStreamSynchronize) and ceiling_sync "
+	       "(cuMemcpy + cuStreamSynchronize of the legacy stream) at "
+	       "each point; the CSV has both\n");
+	printf("staging: copies with %s\n", b_opt.staging_sync ?
+	       "cuMemcpy + legacy-stream sync" :
+	       "cuMemcpyAsync + cuStreamSynchronize");
+	printf("message rate, %d outstanding:\n", B_WINDOW);
+	for (int m = 0; m < NMETHODS; m++)
+		printf("  %-14s %s\n", b_methods[m].name, b_methods[m].rate_how);
+	for (int m = 0; m < NMETHODS; m++)
+		if (r->shim && r->why[m][0])
+			printf("%s: unavailable, skipped: %s\n",
+			       b_methods[m].name, r->why[m]);
+	printf("\n");
+}
+
+/* The fewest latency operations among the methods measured at a size,
+ * starred where --max-time cut any short. */
+static void ops_cell(const struct b_results *r, int d, int s, char *b,
+		     size_t len)
+{
+	size_t least = 0;
+	bool cut = false;
+
+	for (int m = 0; m < NMETHODS; m++) {
+		const struct b_point *p = &r->p[d][m][s];
+
+		if (p->status != P_OK)
+			continue;
+		if (!least || p->lat.n < least)
+			least = p->lat.n;
+		cut |= p->capped;
+	}
+	snprintf(b, len, "%zu%s", least, cut ? "*" : "");
+}
+
+static void latency_table(const struct b_results *r, int d)
+{
+	char sz[32], cell[48], x[16], y[16];
+
+	printf("latency, µs: median [p99]; via: the ceiling's faster variant; "
+	       "n: fewest operations measured, * where --max-time cut it\n"
+	       "%9s", "size");
+	for (int i = 0; i < NCOLS; i++)
+		printf(" %19s%s", col_name(columns[i]), i ? "" : "   via");
+	printf(" %7s\n", "n");
+	for (int s = 0; s < r->nsizes; s++) {
+		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
+		for (int i = 0; i < NCOLS; i++) {
+			const struct b_point *p = ok(r, d, columns[i], s);
+
+			if (!p)
+				snprintf(cell, sizeof(cell), "%s",
+					 no_number(r, d, columns[i], s));
+			else
+				snprintf(cell, sizeof(cell), "%s [%s]",
+					 num(p->lat.median * 1e6, x, sizeof(x)),
+					 num(p->lat.p99 * 1e6, y, sizeof(y)));
+			printf(" %19s", cell);
+			if (columns[i] == CEIL)
+				printf(" %5s", !p ? "" :
+				       ceil_pick(r, d, s) == M_CEIL_SYNC ?
+				       "sync" : "async");
+		}
+		ops_cell(r, d, s, cell, sizeof(cell));
+		printf(" %7s\n", cell);
+	}
+}
+
+static void rate_cell(const struct b_point *p, char *b, size_t len)
+{
+	char x[16];
+
+	if (!p || !p->rate_ops)
+		snprintf(b, len, "-");
+	else
+		snprintf(b, len, "%s", num(p->rate_ops / p->rate_secs / 1e3, x,
+					   sizeof(x)));
+}
+
+static void bandwidth_table(const struct b_results *r, int d)
+{
+	char sz[32], cell[32];
+
+	printf("bandwidth, GB/s from the median | message rate, thousand "
+	       "operations/s with %d outstanding\n%9s", B_WINDOW, "size");
+	for (int i = 0; i < NCOLS; i++)
+		printf(" %8.8s", col_name(columns[i]));
+	printf(" |");
+	for (int i = 0; i < NCOLS; i++)
+		printf(" %8.8s", col_name(columns[i]));
+	printf("\n");
+	for (int s = 0; s < r->nsizes; s++) {
+		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
+		for (int i = 0; i < NCOLS; i++) {
+			const struct b_point *p = ok(r, d, columns[i], s);
+
+			printf(" %8s", p ? num(bw(p, r->sizes[s]) / 1e9, cell,
+					       sizeof(cell)) :
+			       no_number(r, d, columns[i], s));
+		}
+		printf(" |");
+		for (int i = 0; i < NCOLS; i++) {
+			rate_cell(ok(r, d, columns[i], s), cell, sizeof(cell));
+			printf(" %8s", cell);
+		}
+		printf("\n");
+	}
+}
+
+static void ratio_cells(const struct b_results *r, int d, int m, int s)
+{
+	const struct b_point *p = ok(r, d, m, s), *c = ok(r, d, CEIL, s);
+	const struct b_point *st = ok(r, d, M_STAGING, s);
+	char x[16];
+	double diff;
+
+	if (!p) {
+		printf(" %8s %8s %8s", no_number(r, d, m, s), "", "");
+		return;
+	}
+	printf(" %8s", c ? num(c->lat.median / p->lat.median, x, sizeof(x)) : "-");
+	printf(" %8s", st ? num(st->lat.median / p->lat.median, x, sizeof(x)) :
+	       "-");
+	/* Two decimals while the difference is under 10 µs. */
+	diff = c ? (p->lat.median - c->lat.median) * 1e6 : 0;
+	if (!c)
+		printf(" %8s", "-");
+	else if (diff > -10 && diff < 10)
+		printf(" %+8.2f", diff);
+	else
+		printf(" %+8.1f", diff);
+}
+
+static void ratio_table(const struct b_results *r, int d)
+{
+	static const int hml[] = { M_WRITE, M_READ, M_SEND };
+	char sz[32];
+
+	printf("hmemloop: bandwidth / ceiling's, bandwidth / staging's, "
+	       "latency - ceiling's (µs)\n%9s", "");
+	for (int i = 0; i < 3; i++)
+		printf(" %26s", b_methods[hml[i]].name);
+	printf("\n%9s", "size");
+	for (int i = 0; i < 3; i++)
+		printf(" %8s %8s %8s", "/ceil", "/stag", "-ceil");
+	printf("\n");
+	for (int s = 0; s < r->nsizes; s++) {
+		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
+		for (int i = 0; i < 3; i++)
+			ratio_cells(r, d, hml[i], s);
+		printf("\n");
+	}
+}
+
+void b_report_tables(const struct b_results *r)
+{
+	for (int d = 0; d < NDIRS; d++) {
+		printf("== %s (%s) ==\n", b_dirs[d].title, b_dirs[d].name);
+		latency_table(r, d);
+		printf("\n");
+		bandwidth_table(r, d);
+		if (r->shim) {
+			printf("\n");
+			ratio_table(r, d);
+		}
+		printf("\n");
+	}
+}
+
+static const char *status_name(enum b_status s)
+{
+	switch (s) {
+	case P_OK: return "ok";
+	case P_SKIPPED: return "skipped";
+	case P_FAILED: return "failed";
+	case P_UNAVAIL: return "unavailable";
+	default: return "";
+	}
+}
+
+/* A CSV field in quotes, inner quotes doubled. */
+static void quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_row(FILE *f, const struct b_results *r, int d, int s,
+		    const char *name, const struct b_point *p, const char *of)
+{
+	size_t len = r->sizes[s];
+
+	fprintf(f, "%s,%s,%s,%zu,%s,", b_opt.prov, name, b_dirs[d].name, len,
+		status_name(p->status));
+	if (p->status == P_OK)
+		fprintf(f, "%zu,%d,%.4f,%.4f,%.4f,%.4f,%.6g,", p->lat.n,
+			p->capped, p->lat.median * 1e6, p->lat.p99 * 1e6,
+			p->lat.min * 1e6, p->lat.max * 1e6, bw(p, len));
+	else
+		fprintf(f, ",,,,,,,");
+	if (p->status == P_OK && p->rate_ops)
+		fprintf(f, "%d,%ld,%.6g,%.6g,", B_WINDOW, p->rate_ops,
+			p->rate_ops / p->rate_secs,
+			p->rate_ops / p->rate_secs * len);
+	else
+		fprintf(f, ",,,,");
+	fprintf(f, "%s,", of);
+	quoted(f, p->note);
+	fputc('\n', f);
+}
+
+int b_report_csv(const struct b_results *r, const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	fprintf(f, "provider,method,direction,size,status,lat_ops,lat_capped,"
+		"lat_median_us,lat_p99_us,lat_min_us,lat_max_us,bw_Bps,"
+		"rate_window,rate_ops,rate_ops_per_s,rate_Bps,ceiling_of,note\n");
+	for (int d = 0; d < NDIRS; d++) {
+		for (int s = 0; s < r->nsizes; s++) {
+			int pick = ceil_pick(r, d, s);
+
+			if (pick >= 0)
+				csv_row(f, r, d, s, "ceiling", &r->p[d][pick][s],
+					b_methods[pick].name);
+			for (int m = 0; m < NMETHODS; m++)
+				if (r->p[d][m][s].status != P_NONE)
+					csv_row(f, r, d, s, b_methods[m].name,
+						&r->p[d][m][s], "");
+		}
+	}
+	if (fclose(f)) {
+		perror(path);
+		return -1;
+	}
+	printf("CSV: %s\n", path);
+	return 0;
+}

@@ -1,0 +1,368 @@
+/*
+ * Mode 1: check that hmemloop is on, probe the hmemloop methods in a
+ * child, then time every method at every size and direction, interleaved
+ * (direction, size, method) so that drift hits all methods alike.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_dev.h"
+
+/* Fewest latency operations a point gets, whatever --max-time says. */
+#define MIN_OPS 5
+/* The probe's buffers, and the in-process check's largest size. */
+#define PROBE_LEN (64 << 10)
+#define CHECK_LEN (1 << 20)
+#define PROBE_TIMEOUT_S 120
+
+static int find_shim(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void) size;
+	(void) data;
+	return info->dlpi_name && strstr(info->dlpi_name, "libhmemloop") ?
+	       1 : 0;
+}
+
+static void require_shim(struct b_results *r)
+{
+	const char *enable = getenv("HMEMLOOP_ENABLE");
+	bool on = enable && !strcmp(enable, "1");
+
+	r->shim = !b_opt.no_shim;
+	if (b_opt.no_shim)
+		return;
+	if (!on)
+		b_die("hmemloop is not enabled (HMEMLOOP_ENABLE is not 1).\n"
+		      "Run it through the wrapper: hmemloop hmemloop-bench ...\n"
+		      "or pass --no-shim to time only the ceiling and staging.");
+	if (!dl_iterate_phdr(find_shim, NULL))
+		b_die("HMEMLOOP_ENABLE=1 but libhmemloop.so is not loaded: "
+		      "run it through the wrapper, hmemloop hmemloop-bench ...");
+}
+
+static int make_sizes(struct b_results *r)
+{
+	size_t s;
+
+	r->nsizes = 0;
+	for (s = b_opt.min_size; s < b_opt.max_size && r->nsizes < B_MAX_SIZES;
+	     s *= 4)
+		r->sizes[r->nsizes++] = s;
+	if (r->nsizes == B_MAX_SIZES)
+		b_die("too many sizes");
+	r->sizes[r->nsizes++] = b_opt.max_size;
+	return r->nsizes;
+}
+
+/* The child: each hmemloop method, each direction, checked bytes; a line
+ * "ok NAME" or "fail NAME REASON" as each method is done. A crash or a
+ * hang leaves the methods after it without a line. */
+static void probe_child(int fd)
+{
+	char why[256];
+	struct b_ctx c;
+
+	/* Never outlive the bench, whoever kills it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(PROBE_TIMEOUT_S - 10);
+	b_stall_s = 5;
+	if (b_cuda_open(why, sizeof(why)) ||
+	    b_ctx_open(&c, PROBE_LEN, why, sizeof(why))) {
+		dprintf(fd, "setup %s\n", why);
+		_exit(1);
+	}
+	for (int m = 0; m < NMETHODS; m++) {
+		const struct b_dir *d;
+
+		if (!b_methods[m].hmemloop)
+			continue;
+		for (d = b_dirs; d < b_dirs + NDIRS; d++)
+			if (b_validate(&c, m, d, PROBE_LEN))
+				break;
+		if (d < b_dirs + NDIRS)
+			dprintf(fd, "fail %s %s: %s\n", b_methods[m].name,
+				d->name, b_errmsg);
+		else
+			dprintf(fd, "ok %s\n", b_methods[m].name);
+	}
+	_exit(0);
+}
+
+static void describe_exit(int st, char *buf, size_t len)
+{
+	if (WIFSIGNALED(st))
+		snprintf(buf, len, "the probe died of signal %d (%s)",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)));
+	else
+		/* libfabric catches SIGSEGV itself and exits 1. */
+		snprintf(buf, len, "the probe exited %d before reporting on it "
+			 "(a crash? its stderr is above)", WEXITSTATUS(st));
+}
+
+static void probe_line(struct b_results *r, char *line)
+{
+	char *name = strchr(line, ' '), *rest;
+
+	if (!name)
+		return;
+	*name++ = '\0';
+	rest = strchr(name, ' ');
+	if (rest)
+		*rest++ = '\0';
+	if (!strcmp(line, "setup")) {
+		for (int m = 0; m < NMETHODS; m++)
+			if (b_methods[m].hmemloop)
+				snprintf(r->why[m], sizeof(r->why[m]),
+					 "the probe could not start: %s %s",
+					 name, rest ? rest : "");
+		return;
+	}
+	for (int m = 0; m < NMETHODS; m++)
+		if (!strcmp(b_methods[m].name, name))
+			snprintf(r->why[m], sizeof(r->why[m]), "%s",
+				 !strcmp(line, "ok") ? "" :
+				 rest ? rest : "failed");
+}
+
+/* Read the child's lines until it closes the pipe or time runs out. */
+static void probe_read(struct b_results *r, int fd, pid_t pid)
+{
+	char buf[4096], *nl, *line;
+	size_t have = 0;
+	double end = b_now() + PROBE_TIMEOUT_S;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	for (;;) {
+		if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+			break;
+		if (b_now() > end) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			break;
+		have += n;
+		buf[have] = '\0';
+		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			probe_line(r, line);
+		}
+		have = strlen(line);
+		memmove(buf, line, have + 1);
+	}
+}
+
+/* Before this process touches CUDA or libfabric: a child that crashes
+ * or hangs in a method takes only itself down. */
+static void probe(struct b_results *r)
+{
+	char died[128];
+	int fd[2], st;
+	pid_t pid;
+
+	for (int m = 0; m < NMETHODS; m++)
+		if (b_methods[m].hmemloop)
+			snprintf(r->why[m], sizeof(r->why[m]), "unprobed");
+	if (pipe(fd))
+		b_die("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		b_die("fork: %s", strerror(errno));
+	if (!pid) {
+		close(fd[0]);
+		probe_child(fd[1]);
+	}
+	close(fd[1]);
+	probe_read(r, fd[0], pid);
+	close(fd[0]);
+	waitpid(pid, &st, 0);
+	describe_exit(st, died, sizeof(died));
+	for (int m = 0; m < NMETHODS; m++)
+		if (!strcmp(r->why[m], "unprobed"))
+			snprintf(r->why[m], sizeof(r->why[m]), "%s", died);
+}
+
+static void mark(struct b_results *r, int d, int m, int from,
+		 enum b_status st, const char *note)
+{
+	for (int s = from; s < r->nsizes; s++) {
+		r->p[d][m][s].status = st;
+		snprintf(r->p[d][m][s].note, sizeof(r->p[d][m][s].note), "%s",
+			 note);
+	}
+}
+
+static void check_methods(struct b_ctx *c, struct b_results *r)
+{
+	size_t len = b_opt.max_size < CHECK_LEN ? b_opt.max_size : CHECK_LEN;
+	char note[320];
+
+	for (int m = 0; m < NMETHODS; m++) {
+		for (int d = 0; d < NDIRS; d++) {
+			if (b_methods[m].hmemloop && !r->shim) {
+				mark(r, d, m, 0, P_NONE, "");
+			} else if (r->why[m][0]) {
+				mark(r, d, m, 0, P_UNAVAIL, r->why[m]);
+			} else if (b_validate(c, m, &b_dirs[d], len)) {
+				snprintf(note, sizeof(note), "check failed: %s",
+					 b_errmsg);
+				fprintf(stderr, "%s %s: %s\n", b_methods[m].name,
+					b_dirs[d].name, note);
+				mark(r, d, m, 0, P_FAILED, note);
+			}
+		}
+	}
+}
+
+static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
+		   double *v, long want, double budget)
+{
+	const struct b_method *mt = &b_methods[m];
+	double end = b_now() + budget, t0, t1;
+	long i;
+
+	for (i = 0; i < want; i++) {
+		if (mt->prep && mt->prep(c, d, len))
+			return -1;
+		t0 = b_now();
+		if (mt->one(c, d, len))
+			return -1;
+		t1 = b_now();
+		v[i] = t1 - t0;
+		if (t1 > end && i + 1 >= MIN_OPS)
+			return (int) (i + 1);
+	}
+	return (int) i;
+}
+
+/* The rate is skipped where one window would not fit in --max-time. */
+static int rate_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
+		    struct b_point *p)
+{
+	const struct b_method *mt = &b_methods[m];
+	long n = (b_opt.iters + B_WINDOW - 1) / B_WINDOW * B_WINDOW;
+	double t0;
+
+	if (p->lat.median * B_WINDOW > b_opt.max_time) {
+		snprintf(p->note, sizeof(p->note), "rate skipped: 64 "
+			 "operations take longer than --max-time");
+		return 0;
+	}
+	if (n < 2 * B_WINDOW)
+		n = 2 * B_WINDOW;
+	if (mt->rate(c, d, len, B_WINDOW, 0) < 0)	/* warm-up */
+		return -1;
+	t0 = b_now();
+	p->rate_ops = mt->rate(c, d, len, n, t0 + b_opt.max_time);
+	p->rate_secs = b_now() - t0;
+	return p->rate_ops < 0 ? -1 : 0;
+}
+
+static int measure(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
+		   struct b_point *p, double *v)
+{
+	long warm = b_opt.iters / 10;
+	int n;
+
+	if (warm < 2)
+		warm = 2;
+	if (warm > 100)
+		warm = 100;
+	if (lat_ops(c, m, d, len, v, warm, b_opt.max_time / 4) < 0)
+		return -1;
+	n = lat_ops(c, m, d, len, v, b_opt.iters, b_opt.max_time);
+	if (n < 0)
+		return -1;
+	b_stats(v, n, &p->lat);
+	p->capped = n < b_opt.iters;
+	if (rate_ops(c, m, d, len, p))
+		return -1;
+	p->status = P_OK;
+	return 0;
+}
+
+static void skip_big(const struct b_ctx *c, struct b_results *r, int d,
+		     int s)
+{
+	size_t max = c->fab.info->ep_attr->max_msg_size;
+
+	/* Staging's host write goes through the provider. */
+	if (r->sizes[s] > max && r->p[d][M_STAGING][s].status == P_NONE)
+		mark(r, d, M_STAGING, s, P_SKIPPED,
+		     "larger than the provider's max_msg_size");
+}
+
+static void measure_all(struct b_ctx *c, struct b_results *r)
+{
+	double *v = malloc(sizeof(*v) * (b_opt.iters > 100 ? b_opt.iters : 100));
+	char sz[32], note[320];
+
+	if (!v)
+		b_die("out of memory");
+	for (int d = 0; d < NDIRS; d++) {
+		for (int s = 0; s < r->nsizes; s++) {
+			skip_big(c, r, d, s);
+			b_size_str(r->sizes[s], sz, sizeof(sz));
+			if (isatty(2))
+				fprintf(stderr, "\r%s %-10s", b_dirs[d].name, sz);
+			for (int m = 0; m < NMETHODS; m++) {
+				struct b_point *p = &r->p[d][m][s];
+
+				if (p->status != P_NONE ||
+				    (b_methods[m].hmemloop && !r->shim))
+					continue;
+				if (!measure(c, m, &b_dirs[d], r->sizes[s], p, v))
+					continue;
+				snprintf(note, sizeof(note), "failed at %s: %s",
+					 sz, b_errmsg);
+				fprintf(stderr, "%s %s: %s\n", b_methods[m].name,
+					b_dirs[d].name, note);
+				mark(r, d, m, s, P_FAILED, note);
+			}
+		}
+	}
+	if (isatty(2))
+		fprintf(stderr, "\r%20s\r", "");
+	free(v);
+}
+
+int b_device_main(void)
+{
+	static struct b_results r;
+	struct b_ctx c;
+	char why[256];
+
+	require_shim(&r);
+	make_sizes(&r);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (r.shim)
+		probe(&r);
+	if (b_cuda_open(why, sizeof(why)))
+		b_die("CUDA driver: %s", why);
+	if (b_ctx_open(&c, b_opt.max_size, why, sizeof(why)))
+		b_die("%s", why);
+	b_report_header(&c, &r);
+	check_methods(&c, &r);
+	measure_all(&c, &r);
+	b_report_tables(&r);
+	if (b_opt.csv && b_report_csv(&r, b_opt.csv))
+		return 1;
+	b_ctx_close(&c);
+	return 0;
+}
