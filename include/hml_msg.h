@@ -33,6 +33,7 @@ struct hml_rx {
 	bool silent;			/* FI_COMPLETION added: swallow it */
 	bool in_use;			/* multi-receive the provider fills */
 	bool unclaimable;		/* the provider refused its cancel */
+	bool no_context;		/* posted without one: uncancellable */
 	size_t used;			/* FI_MULTI_RECV: bytes taken */
 	size_t min_multi;
 	size_t count;

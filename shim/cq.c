@@ -121,8 +121,8 @@ void hml_cq_pump(struct hml_cq *c)
 
 /*
  * The shim's entries, then the provider's for the rest of buf: reading
- * still drives a manual-progress provider. An error the provider has
- * waiting is reported on the next read.
+ * drives a manual-progress provider whenever the shim leaves room. An
+ * error the provider has waiting is reported on the next read.
  */
 static ssize_t merge(ssize_t ours, ssize_t theirs)
 {
@@ -166,7 +166,8 @@ static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
 	if (!pending(c))
 		return c->prov->read(cq, buf, count);
 	n = hml_cq_take(c, buf, count, NULL);
-	if (n < 0)
+	/* A read the shim filled drives no progress: the next one will. */
+	if (n < 0 || (size_t) n == count)
 		return n;
 	return merge(n, c->prov->read(cq, (char *) buf + n * c->entry_size,
 				      count - n));
@@ -187,7 +188,7 @@ static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 	if (!pending(c))
 		return c->prov->readfrom(cq, buf, count, src);
 	n = hml_cq_take(c, buf, count, src);
-	if (n < 0)
+	if (n < 0 || (size_t) n == count)
 		return n;
 	return merge(n, c->prov->readfrom(cq, (char *) buf +
 					  n * c->entry_size, count - n,

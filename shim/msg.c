@@ -226,6 +226,15 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			pthread_mutex_unlock(&q->lock);
 			return HML_PASS;
 		}
+		if (r->no_context) {
+			pthread_mutex_unlock(&q->lock);
+			hml_warn_once("a receive posted without a context cannot "
+				      "be taken back (fi_cancel needs one): a "
+				      "same-process send of device memory to it "
+				      "completes with FI_EOPNOTSUPP");
+			err = -FI_EOPNOTSUPP;
+			goto done;
+		}
 		busy = r->in_use;
 		if (!busy)
 			r->state = HML_RX_CANCELING;

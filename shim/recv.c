@@ -84,6 +84,7 @@ static struct hml_rx *rx_new(struct hml_rxq *q, struct fid_ep *fid,
 	r->tag = m->tag;
 	r->ignore = m->ignore;
 	r->tagged = tagged;
+	r->no_context = !m->context;
 	r->min_multi = q->min_multi_recv;
 	/* A receive that completes without an entry would stay recorded
 	 * for ever: ask for the entry, and swallow it (filter_one). */
@@ -374,12 +375,11 @@ void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 }
 
 /* The receive wrappers: for an endpoint that is in no address vector of
- * this process, one load more than the provider's call. Receives without
- * a context cannot be cancelled, so they are not recorded. */
+ * this process, one load more than the provider's call. */
 #define RECV(e, table, fid, m, flags, tagged, call) ({			\
 	struct hml_rxq *q_ = hml_rxq_of(e);				\
-	(!q_ || !(m)->context) ? hml_rx_owner(e)->prov_##table->call :	\
-		post(q_, fid, m, flags, tagged); })
+	!q_ ? hml_rx_owner(e)->prov_##table->call :			\
+	      post(q_, fid, m, flags, tagged); })
 
 static ssize_t hml_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src, void *ctx)
@@ -477,7 +477,10 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	for (r = *bucket(q, e->op_context); r; r = r->hnext)
 		if (r->context == e->op_context)
 			break;
-	if (!r)
+	/* Without a context only the flags tell a receive's entry from,
+	 * say, remote CQ data of an RMA write (a CQ of format CONTEXT has
+	 * none: such a receive stays recorded). */
+	if (!r || (r->no_context && (e->flags & (FI_RECV | FI_RMA)) != FI_RECV))
 		return true;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
 		hml_rx_unlink(q, r);

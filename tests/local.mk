@@ -27,6 +27,11 @@ check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
 		$(SHELL) $(srcdir)/tests/harness
 
+# The suite against the GPU's own driver, failing where there is none.
+check-gpu:
+	HMEMLOOP_TEST_CUDA=real $(MAKE) $(AM_MAKEFLAGS) check
+.PHONY: check-gpu
+
 clean-local:
 	rm -rf tests/logs
 

@@ -837,6 +837,7 @@ static const struct {
 	{ "closing", closing },
 	{ "multi", multi },
 	{ "unreported", unreported },
+	{ "nocontext", nocontext },
 	{ "srx", srx },
 };
 

@@ -241,6 +241,7 @@ void queued(bool tagged);
 void matching(void);
 void selective(void);
 void unreported(void);
+void nocontext(void);
 void race(void);		/* msg_more.c */
 void closing(void);
 void multi(void);
