@@ -149,6 +149,7 @@ struct hml_cq {
 	enum fi_cq_wait_cond wait_cond;
 	int sleepers;			/* atomic: threads in sread */
 	bool exported;			/* atomic: FI_GETWAIT was asked */
+	bool stray;			/* atomic: signalled, nobody asleep */
 
 	/* completion.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;

@@ -131,9 +131,11 @@ static void fill_err(struct hml_cq *cq, struct fi_cq_err_entry *buf,
 	/* Error data goes into the application's buffer if it gave one,
 	 * else it gets ours, valid until its next read. */
 	if (!e->err_data) {
-		buf->err_data = NULL;
-		if (v1_5)
+		/* A buffer the application gave stays its own, empty. */
+		if (v1_5 && buf->err_data_size && buf->err_data)
 			buf->err_data_size = 0;
+		else
+			buf->err_data = NULL;
 	} else if (v1_5 && buf->err_data_size && buf->err_data) {
 		if (buf->err_data_size > e->err_data_size)
 			buf->err_data_size = e->err_data_size;

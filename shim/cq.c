@@ -16,8 +16,8 @@
 
 #define PUMP_BATCH 16
 
-/* cq.c's sread: the CQ this thread sleeps on in the provider, and whether
- * the provider read it through the shim meanwhile (util providers do). */
+/* The CQ this thread sleeps on in the provider's sread, and whether the
+ * provider read it through the shim meanwhile (util providers do). */
 static __thread struct hml_cq *in_sread;
 static __thread bool nested_pump;
 
@@ -141,6 +141,27 @@ static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
 	return n ? n : -FI_EAGAIN;
 }
 
+/*
+ * util's sread reads through the CQ's ops, so the shim's sread (below)
+ * answers there too. It hands out none of its own entries there, so that
+ * util goes on to the wakeup flag the shim's fi_cq_signal set and spends
+ * it, returning -FI_EAGAIN; the shim's sread returns its entries after.
+ * Of the provider's, it passes on those the receive records let through,
+ * waking util if all it found were for the shim.
+ */
+static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
+		      fi_addr_t *src)
+{
+	nested_pump = true;
+	if (!filtering(c))
+		return src ? c->prov->readfrom(c->cq, buf, count, src) :
+			     c->prov->read(c->cq, buf, count);
+	hml_cq_pump(c);
+	if (pending(c))
+		c->prov->signal(c->cq);
+	return -FI_EAGAIN;
+}
+
 /* A read of no entries drives progress and asks whether there are any:
  * poll sets ask so (0 for yes, as util CQs answer). util's read calls
  * the CQ's readfrom op, which is ours: each wrapper forwards to the same
@@ -159,10 +180,10 @@ static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
 
 	if (!buf || !count)
 		return probe(c) ? 0 : c->prov->read(cq, buf, count);
-	if (filtering(c)) {
-		nested_pump |= in_sread == c;
+	if (in_sread == c)
+		return nested(c, buf, count, NULL);
+	if (filtering(c))
 		return pumped(c, buf, count, NULL);
-	}
 	if (!pending(c))
 		return c->prov->read(cq, buf, count);
 	n = hml_cq_take(c, buf, count, NULL);
@@ -181,10 +202,10 @@ static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 
 	if (!buf || !count)
 		return probe(c) ? 0 : c->prov->readfrom(cq, buf, count, src);
-	if (filtering(c)) {
-		nested_pump |= in_sread == c;
+	if (in_sread == c)
+		return nested(c, buf, count, src);
+	if (filtering(c))
 		return pumped(c, buf, count, src);
-	}
 	if (!pending(c))
 		return c->prov->readfrom(cq, buf, count, src);
 	n = hml_cq_take(c, buf, count, src);
@@ -239,52 +260,102 @@ static ssize_t refilter(struct hml_cq *c, void *buf, ssize_t n, fi_addr_t *src)
 	return kept;
 }
 
-/* FI_CQ_COND_THRESHOLD: the shim's entries count toward the threshold. */
+/* FI_CQ_COND_THRESHOLD: the shim's entries count toward the threshold
+ * (called with fewer than it). */
 static const void *less_cond(const struct hml_cq *c, const void *cond,
 			     ssize_t have)
 {
-	uintptr_t threshold = (uintptr_t) cond;
-
-	if (c->wait_cond != FI_CQ_COND_THRESHOLD || !threshold)
+	if (c->wait_cond != FI_CQ_COND_THRESHOLD || !cond)
 		return cond;
-	return (const void *) (threshold > (uintptr_t) have ?
-			       threshold - have : 1);
+	return (const void *) ((uintptr_t) cond - have);
+}
+
+/* Entries enough to return without sleeping: any, or the threshold. */
+static bool enough(const struct hml_cq *c, const void *cond, ssize_t n)
+{
+	if (c->wait_cond == FI_CQ_COND_THRESHOLD && cond)
+		return n >= (ssize_t) (uintptr_t) cond;
+	return n > 0;
+}
+
+/* Sleep in the provider's sread, into buf; its entries counted. */
+static ssize_t prov_sread(struct hml_cq *c, void *buf, size_t count,
+			  fi_addr_t *src, const void *cond, int timeout)
+{
+	ssize_t m;
+
+	in_sread = c;
+	nested_pump = false;
+	m = src ? c->prov->sreadfrom(c->cq, buf, count, src, cond, timeout) :
+		  c->prov->sread(c->cq, buf, count, cond, timeout);
+	in_sread = NULL;
+	if (m > 0 && filtering(c) && !nested_pump)
+		m = refilter(c, buf, m, src);
+	return m;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int since(long start)
+{
+	return (int) (now_ms() - start);
 }
 
 static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 		     fi_addr_t *src, const void *cond, int timeout)
 {
-	ssize_t n = 0, m;
+	ssize_t n = 0, m = 0;
+	long start = now_ms();
+	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
 	if (filtering(c))
 		hml_cq_pump(c);
 	if (pending(c))
 		n = hml_cq_take(c, buf, count, src);
-	if (n < 0 || (size_t) n == count ||
-	    (n > 0 && c->wait_cond != FI_CQ_COND_THRESHOLD)) {
-		__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
-		return n;
+	if (n < 0 || (size_t) n == count || enough(c, cond, n))
+		goto out;
+	rest = (char *) buf + n * c->entry_size;
+	/* Signals sent while nobody slept (for an exported fd, a wait set)
+	 * leave the provider's wakeup set: spend it first, or this sread
+	 * would end at once. */
+	if (__atomic_exchange_n(&c->stray, false, __ATOMIC_ACQ_REL))
+		m = prov_sread(c, rest, count - n, src ? src + n : NULL,
+			       less_cond(c, cond, n), 1);
+	while (m <= 0) {
+		m = prov_sread(c, rest, count - n, src ? src + n : NULL,
+			       less_cond(c, cond, n), timeout);
+		/* A provider whose sread reads its queue itself (sockets, the
+		 * EFA double's shm) stops at an error: it may be a cancel the
+		 * shim swallows. Then sleep again, for what is left. */
+		if (m != -FI_EAVAIL || !filtering(c))
+			break;
+		hml_cq_pump(c);
+		if (pending(c) || (timeout >= 0 &&
+				   (timeout -= since(start)) <= 0))
+			break;
+		start = now_ms();
 	}
-	in_sread = c;
-	nested_pump = false;
-	m = src ? c->prov->sreadfrom(c->cq, (char *) buf + n * c->entry_size,
-				     count - n, src + n, less_cond(c, cond, n),
-				     timeout) :
-		  c->prov->sread(c->cq, (char *) buf + n * c->entry_size,
-				 count - n, less_cond(c, cond, n), timeout);
-	in_sread = NULL;
+out:
 	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
-	if (m > 0 && filtering(c) && !nested_pump)
-		m = refilter(c, (char *) buf + n * c->entry_size, m,
-			     src ? src + n : NULL);
 	if (m > 0)
 		return n + m;
 	if (n)
 		return n;
-	/* Woken by a shim entry, or by the application's own signal. */
-	if (m == -FI_EAGAIN && pending(c))
-		return hml_cq_take(c, buf, count, src);
+	/* Woken by a shim entry, or by the application's own signal
+	 * (-FI_EAGAIN from util, -FI_ECANCELED from sockets); the entry
+	 * may be gone to another reader meanwhile. */
+	if (m == -FI_EAGAIN || m == -FI_ECANCELED || m == -FI_EAVAIL) {
+		n = hml_cq_take(c, buf, count, src);
+		if (n)
+			return n;
+	}
 	return m ? m : -FI_EAGAIN;
 }
 
@@ -314,10 +385,13 @@ void hml_cq_wake(struct hml_cq *c)
 {
 	if (c->wait_obj == FI_WAIT_NONE)
 		return;
-	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
-	    c->wait_obj == FI_WAIT_SET)
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST)) {
 		c->prov->signal(c->cq);
+	} else if (__atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
+		   c->wait_obj == FI_WAIT_SET) {
+		__atomic_store_n(&c->stray, true, __ATOMIC_RELEASE);
+		c->prov->signal(c->cq);
+	}
 }
 
 /* The application will wait on the CQ's own wait object (an fd to epoll):
