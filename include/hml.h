@@ -197,6 +197,10 @@ struct hml_av {
 	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
 	struct name **names;		/* what was inserted, by fi_addr */
+	size_t naddrs;			/* inserted, less removed */
+	unsigned int remote_gen;	/* atomic: all its addresses are other
+					 * processes' as of this hml_self_gen
+					 * (0: not known) */
 	struct local *locals;		/* its endpoints of this process */
 };
 
@@ -283,7 +287,7 @@ static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
 }
 void hml_av_changed(struct hml_av *av);
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
-		     const fi_addr_t *fi_addr);
+		     const fi_addr_t *fi_addr, bool was_empty);
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
 fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep);
 int hml_av_cache_init(struct hml_av *av);
@@ -346,6 +350,10 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 int hml_move(const struct hml_side *dst, const struct hml_side *src,
 	     size_t len);
 const struct hml_mem *hml_side_device(const struct hml_side *s);
+
+/* A one-buffer iovec, for the calls that take a buffer and a length:
+ * built only on the path that needs one. */
+#define HML_IOV(buf, len) (&(struct iovec) { (void *) (buf), (len) })
 
 /* rma.c */
 #define HML_PASS 1			/* not ours: the provider's to do */

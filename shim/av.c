@@ -10,8 +10,16 @@ static struct hml_av *av_of(struct fid_av *av)
 	return container_of(av->ops, struct hml_av, ops.ops);
 }
 
-static int changed(struct hml_av *a, int ret)
+/* ret of count addresses went in (addr: their bytes, where known). */
+static int inserted(struct hml_av *a, int ret, const void *addr, size_t count,
+		    const fi_addr_t *fi_addr)
 {
+	if (ret > 0) {
+		bool was_empty = !a->naddrs;
+
+		a->naddrs += ret;
+		hml_av_inserted(a, addr, count, fi_addr, was_empty);
+	}
 	hml_av_changed(a);
 	return ret;
 }
@@ -20,12 +28,9 @@ static int hml_av_insert(struct fid_av *av, const void *addr, size_t count,
 			 fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
 	struct hml_av *a = av_of(av);
-	int ret;
 
-	ret = a->prov->insert(av, addr, count, fi_addr, flags, context);
-	if (ret > 0)
-		hml_av_inserted(a, addr, count, fi_addr);
-	return changed(a, ret);
+	return inserted(a, a->prov->insert(av, addr, count, fi_addr, flags,
+					   context), addr, count, fi_addr);
 }
 
 static int hml_av_insertsvc(struct fid_av *av, const char *node,
@@ -34,8 +39,8 @@ static int hml_av_insertsvc(struct fid_av *av, const char *node,
 {
 	struct hml_av *a = av_of(av);
 
-	return changed(a, a->prov->insertsvc(av, node, service, fi_addr, flags,
-					     context));
+	return inserted(a, a->prov->insertsvc(av, node, service, fi_addr, flags,
+					      context), NULL, 1, fi_addr);
 }
 
 static int hml_av_insertsym(struct fid_av *av, const char *node,
@@ -44,8 +49,9 @@ static int hml_av_insertsym(struct fid_av *av, const char *node,
 {
 	struct hml_av *a = av_of(av);
 
-	return changed(a, a->prov->insertsym(av, node, nodecnt, service, svccnt,
-					     fi_addr, flags, context));
+	return inserted(a, a->prov->insertsym(av, node, nodecnt, service,
+					      svccnt, fi_addr, flags, context),
+			NULL, nodecnt * svccnt, fi_addr);
 }
 
 static int hml_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
@@ -55,9 +61,12 @@ static int hml_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
 	int ret;
 
 	ret = a->prov->remove(av, fi_addr, count, flags);
-	if (!ret)
+	if (!ret) {
+		a->naddrs -= count < a->naddrs ? count : a->naddrs;
 		hml_av_removed(a, fi_addr, count);
-	return changed(a, ret);
+	}
+	hml_av_changed(a);
+	return ret;
 }
 
 static void release(struct hml_fid *h)

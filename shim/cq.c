@@ -173,47 +173,54 @@ static bool probe(struct hml_cq *c)
 	return pending(c);
 }
 
-static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
+/* Nothing of the shim's here: the provider's read, as if unwrapped. */
+static bool quiet(struct hml_cq *c)
 {
-	struct hml_cq *c = cq_of(cq);
+	return !(__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) |
+		 __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE)) && in_sread != c;
+}
+
+static ssize_t prov_read(struct hml_cq *c, void *buf, size_t count,
+			 fi_addr_t *src, bool from)
+{
+	return from ? c->prov->readfrom(c->cq, buf, count, src) :
+		      c->prov->read(c->cq, buf, count);
+}
+
+static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
+			 fi_addr_t *src, bool from)
+{
 	ssize_t n;
 
 	if (!buf || !count)
-		return probe(c) ? 0 : c->prov->read(cq, buf, count);
+		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
 	if (in_sread == c)
-		return nested(c, buf, count, NULL);
+		return nested(c, buf, count, src);
 	if (filtering(c))
-		return pumped(c, buf, count, NULL);
-	if (!pending(c))
-		return c->prov->read(cq, buf, count);
-	n = hml_cq_take(c, buf, count, NULL);
+		return pumped(c, buf, count, src);
+	n = hml_cq_take(c, buf, count, src);
 	/* A read the shim filled drives no progress: the next one will. */
 	if (n < 0 || (size_t) n == count)
 		return n;
-	return merge(n, c->prov->read(cq, (char *) buf + n * c->entry_size,
-				      count - n));
+	return merge(n, prov_read(c, (char *) buf + n * c->entry_size,
+				  count - n, src ? src + n : NULL, from));
+}
+
+static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	struct hml_cq *c = cq_of(cq);
+
+	return quiet(c) ? c->prov->read(cq, buf, count) :
+			  shim_read(c, buf, count, NULL, false);
 }
 
 static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 			       fi_addr_t *src)
 {
 	struct hml_cq *c = cq_of(cq);
-	ssize_t n;
 
-	if (!buf || !count)
-		return probe(c) ? 0 : c->prov->readfrom(cq, buf, count, src);
-	if (in_sread == c)
-		return nested(c, buf, count, src);
-	if (filtering(c))
-		return pumped(c, buf, count, src);
-	if (!pending(c))
-		return c->prov->readfrom(cq, buf, count, src);
-	n = hml_cq_take(c, buf, count, src);
-	if (n < 0 || (size_t) n == count)
-		return n;
-	return merge(n, c->prov->readfrom(cq, (char *) buf +
-					  n * c->entry_size, count - n,
-					  src ? src + n : NULL));
+	return quiet(c) ? c->prov->readfrom(cq, buf, count, src) :
+			  shim_read(c, buf, count, src, true);
 }
 
 static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,

@@ -45,7 +45,8 @@ void hml_mrmap_fini(struct hml_mrmap *m)
 
 static void link_mr(struct hml_mrmap *m, struct hml_mr *mr)
 {
-	size_t k = slot(mr->key, m->nbuckets), d = slot(desc_val(mr->desc), m->nbuckets);
+	size_t k = slot(mr->key, m->nbuckets);
+	size_t d = slot(desc_val(mr->desc), m->nbuckets);
 
 	mr->key_next = m->by_key[k];
 	m->by_key[k] = mr;

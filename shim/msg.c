@@ -287,15 +287,15 @@ done:
 #define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
 		   tagged, inject) ({					\
 	struct hml_ep *t_ = hml_target(e, dest);			\
-	struct fi_msg_tagged m_ = { iov, desc, count, dest, tag, 0, ctx, data }; \
-	t_ ? local_send(e, t_, &m_, flags, tagged, inject) : HML_PASS; })
+	t_ ? local_send(e, t_, &(struct fi_msg_tagged) {		\
+		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
+		tagged, inject) : HML_PASS; })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, 0, ctx, 0,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, 0,
 				 e->tx_op_flags, HML_UNTAGGED, false);
 
 	return ret != HML_PASS ? ret :
@@ -328,8 +328,7 @@ static ssize_t hml_inject(struct fid_ep *ep, const void *buf, size_t len,
 			  fi_addr_t dest)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, 0, NULL, 0,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, 0,
 				 e->tx_op_flags, HML_UNTAGGED, true);
 
 	return ret != HML_PASS ? ret : e->prov_msg->inject(ep, buf, len, dest);
@@ -340,8 +339,7 @@ static ssize_t hml_senddata(struct fid_ep *ep, const void *buf, size_t len,
 			    void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, 0, ctx, data,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, data,
 				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
 				 HML_UNTAGGED, false);
 
@@ -353,8 +351,7 @@ static ssize_t hml_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, 0, NULL, data,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, data,
 				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
 				 HML_UNTAGGED, true);
 
@@ -366,8 +363,7 @@ static ssize_t hml_tsend(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, tag, ctx, 0,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, 0,
 				 e->tx_op_flags, HML_TAGGED, false);
 
 	return ret != HML_PASS ? ret :
@@ -400,8 +396,7 @@ static ssize_t hml_tinject(struct fid_ep *ep, const void *buf, size_t len,
 			   fi_addr_t dest, uint64_t tag)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, tag, NULL, 0,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, 0,
 				 e->tx_op_flags, HML_TAGGED, true);
 
 	return ret != HML_PASS ? ret :
@@ -413,8 +408,7 @@ static ssize_t hml_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 			     uint64_t tag, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, &desc, 1, dest, tag, ctx, data,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, data,
 				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
 				 HML_TAGGED, false);
 
@@ -427,8 +421,7 @@ static ssize_t hml_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
 			       uint64_t data, fi_addr_t dest, uint64_t tag)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_SEND(e, &iov, NULL, 1, dest, tag, NULL, data,
+	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, data,
 				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
 				 HML_TAGGED, true);
 

@@ -375,42 +375,42 @@ void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 }
 
 /* The receive wrappers: for an endpoint that is in no address vector of
- * this process, one load more than the provider's call. */
-#define RECV(e, table, fid, m, flags, tagged, call) ({			\
+ * this process, one load more than the provider's call. The message is
+ * put in fi_msg_tagged form only for one that is. */
+#define RECV(e, table, fid, flags, tagged, call, ...) ({		\
 	struct hml_rxq *q_ = hml_rxq_of(e);				\
 	!q_ ? hml_rx_owner(e)->prov_##table->call :			\
-	      post(q_, fid, m, flags, tagged); })
+	      post(q_, fid, &(struct fi_msg_tagged) { __VA_ARGS__ },	\
+		   flags, tagged); })
 
 static ssize_t hml_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src, void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct iovec iov = { buf, len };
-	struct fi_msg_tagged m = { &iov, &desc, 1, src, 0, 0, ctx, 0 };
 
-	return RECV(e, msg, ep, &m, e->rx_op_flags, HML_UNTAGGED,
-		    recv(ep, buf, len, desc, src, ctx));
+	return RECV(e, msg, ep, e->rx_op_flags, HML_UNTAGGED,
+		    recv(ep, buf, len, desc, src, ctx),
+		    HML_IOV(buf, len), &desc, 1, src, 0, 0, ctx, 0);
 }
 
 static ssize_t hml_recvv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src, void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct fi_msg_tagged m = { iov, desc, count, src, 0, 0, ctx, 0 };
 
-	return RECV(e, msg, ep, &m, e->rx_op_flags, HML_UNTAGGED,
-		    recvv(ep, iov, desc, count, src, ctx));
+	return RECV(e, msg, ep, e->rx_op_flags, HML_UNTAGGED,
+		    recvv(ep, iov, desc, count, src, ctx),
+		    iov, desc, count, src, 0, 0, ctx, 0);
 }
 
 static ssize_t hml_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
 	struct hml_ep *e = msg_ep(ep);
-	struct fi_msg_tagged m = { msg->msg_iov, msg->desc, msg->iov_count,
-				   msg->addr, 0, 0, msg->context, 0 };
 
-	return RECV(e, msg, ep, &m, flags, HML_UNTAGGED,
-		    recvmsg(ep, msg, flags));
+	return RECV(e, msg, ep, flags, HML_UNTAGGED, recvmsg(ep, msg, flags),
+		    msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0,
+		    msg->context, 0);
 }
 
 static ssize_t hml_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
@@ -418,11 +418,10 @@ static ssize_t hml_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			 void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct iovec iov = { buf, len };
-	struct fi_msg_tagged m = { &iov, &desc, 1, src, tag, ignore, ctx, 0 };
 
-	return RECV(e, tagged, ep, &m, e->rx_op_flags, HML_TAGGED,
-		    recv(ep, buf, len, desc, src, tag, ignore, ctx));
+	return RECV(e, tagged, ep, e->rx_op_flags, HML_TAGGED,
+		    recv(ep, buf, len, desc, src, tag, ignore, ctx),
+		    HML_IOV(buf, len), &desc, 1, src, tag, ignore, ctx, 0);
 }
 
 static ssize_t hml_trecvv(struct fid_ep *ep, const struct iovec *iov,
@@ -430,10 +429,10 @@ static ssize_t hml_trecvv(struct fid_ep *ep, const struct iovec *iov,
 			  uint64_t tag, uint64_t ignore, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	struct fi_msg_tagged m = { iov, desc, count, src, tag, ignore, ctx, 0 };
 
-	return RECV(e, tagged, ep, &m, e->rx_op_flags, HML_TAGGED,
-		    recvv(ep, iov, desc, count, src, tag, ignore, ctx));
+	return RECV(e, tagged, ep, e->rx_op_flags, HML_TAGGED,
+		    recvv(ep, iov, desc, count, src, tag, ignore, ctx),
+		    iov, desc, count, src, tag, ignore, ctx, 0);
 }
 
 /* FI_PEEK, FI_CLAIM and FI_DISCARD ask the provider about the messages it
@@ -445,8 +444,9 @@ static ssize_t hml_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 
 	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
 		return hml_rx_owner(e)->prov_tagged->recvmsg(ep, msg, flags);
-	return RECV(e, tagged, ep, msg, flags, HML_TAGGED,
-		    recvmsg(ep, msg, flags));
+	return RECV(e, tagged, ep, flags, HML_TAGGED, recvmsg(ep, msg, flags),
+		    msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+		    msg->tag, msg->ignore, msg->context, 0);
 }
 
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)

@@ -128,8 +128,8 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
 {
-	struct iovec iov = { buf, len };
-	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, src, addr, key, ctx, 0,
+	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
+				&desc, 1, src, addr, key, ctx, 0,
 				rma_ep(ep)->tx_op_flags, READ);
 
 	return ret != HML_PASS ? ret :
@@ -153,8 +153,8 @@ static ssize_t hml_write(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, fi_addr_t dest, uint64_t addr,
 			 uint64_t key, void *ctx)
 {
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, dest, addr, key, ctx, 0,
+	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
+				&desc, 1, dest, addr, key, ctx, 0,
 				rma_ep(ep)->tx_op_flags, WRITE);
 
 	return ret != HML_PASS ? ret :
@@ -178,8 +178,8 @@ static ssize_t hml_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t addr, uint64_t key, void *ctx)
 {
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_RMA(ep, &iov, &desc, 1, dest, addr, key, ctx, data,
+	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
+				&desc, 1, dest, addr, key, ctx, data,
 				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
 				WRITE);
 
@@ -191,8 +191,8 @@ static ssize_t hml_writedata(struct fid_ep *ep, const void *buf, size_t len,
 static ssize_t hml_inject_write(struct fid_ep *ep, const void *buf, size_t len,
 				fi_addr_t dest, uint64_t addr, uint64_t key)
 {
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_RMA(ep, &iov, NULL, 1, dest, addr, key, NULL, 0,
+	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
+				NULL, 1, dest, addr, key, NULL, 0,
 				rma_ep(ep)->tx_op_flags, INJECT);
 
 	return ret != HML_PASS ? ret :
@@ -203,8 +203,8 @@ static ssize_t hml_inject_writedata(struct fid_ep *ep, const void *buf,
 				    size_t len, uint64_t data, fi_addr_t dest,
 				    uint64_t addr, uint64_t key)
 {
-	struct iovec iov = { (void *) buf, len };
-	ssize_t ret = LOCAL_RMA(ep, &iov, NULL, 1, dest, addr, key, NULL, data,
+	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
+				NULL, 1, dest, addr, key, NULL, data,
 				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
 				INJECT);
 

@@ -232,6 +232,7 @@ static void add_local(struct hml_av *av, fi_addr_t addr, struct hml_ep *ep)
 	if (l)
 		l->ep = ep;
 	pthread_mutex_unlock(&av->lock);
+	__atomic_store_n(&av->remote_gen, 0, __ATOMIC_RELEASE);
 	hml_rx_track(ep);
 }
 
@@ -335,17 +336,27 @@ static void keep_names(struct hml_av *av, const void *addr, size_t count,
 /* Addresses of this process as they are inserted: their endpoints start
  * recording receives now, before the application posts any for them. */
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
-		     const fi_addr_t *fi_addr)
+		     const fi_addr_t *fi_addr, bool was_empty)
 {
+	unsigned int gen = __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE);
+	bool remote = fi_addr && (was_empty ||
+		      __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE) == gen);
 	struct hml_ep *ep;
 
-	if (!fi_addr)
-		return;
-	keep_names(av, addr, count, fi_addr);
-	for (size_t i = 0; i < count; i++)
-		if (fi_addr[i] != FI_ADDR_NOTAVAIL &&
-		    (ep = resolve(av, fi_addr[i])))
+	for (size_t i = 0; fi_addr && i < count; i++) {
+		if (fi_addr[i] == FI_ADDR_NOTAVAIL)
+			continue;
+		if (addr)
+			keep_names(av, (const char *) addr +
+				   i * addr_size(av->addr_format), 1, &fi_addr[i]);
+		if ((ep = resolve(av, fi_addr[i]))) {
 			add_local(av, fi_addr[i], ep);
+			remote = false;
+		}
+	}
+	/* Still every address another process's, for what the registry
+	 * is now; a later change there must prove it again. */
+	__atomic_store_n(&av->remote_gen, remote ? gen : 0, __ATOMIC_RELEASE);
 }
 
 static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
@@ -401,14 +412,27 @@ void hml_av_changed(struct hml_av *av)
 	__atomic_add_fetch(&av->gen, 1, __ATOMIC_RELEASE);
 }
 
+/* Kept out of line so that the common case, a cached answer, needs no
+ * stack frame. */
+static __attribute__((noinline)) struct hml_ep *
+relearn(struct hml_av *av, fi_addr_t addr, fi_addr_t key, unsigned int now)
+{
+	return target_ep(learn(av, key, now), addr, av->rx_ctx_bits);
+}
+
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
 {
-	unsigned int now = stamp(av);
+	unsigned int rg = __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE);
+	unsigned int now;
 	fi_addr_t key = addr;
 	struct hml_av_cache *c;
 	struct verdict *v;
 	struct slot *s;
 
+	/* An AV with no address of this process: nothing to look up. */
+	if (rg && rg == __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE))
+		return NULL;
+	now = stamp(av);
 	if (addr == FI_ADDR_NOTAVAIL)
 		return NULL;
 	if (av->rx_ctx_bits)
@@ -417,7 +441,9 @@ struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
 	s = find(c, key);
 	v = __atomic_load_n(&s->verdict, __ATOMIC_ACQUIRE);
 	if (!v || s->addr != key || v->stamp != now)
-		return target_ep(learn(av, key, now), addr, av->rx_ctx_bits);
+		return relearn(av, addr, key, now);
+	if (!av->rx_ctx_bits)
+		return v->ep;
 	return target_ep(v->ep, addr, av->rx_ctx_bits);
 }
 
