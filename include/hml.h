@@ -282,8 +282,15 @@ static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
 {
 	struct hml_ep *b = e->base;
 	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+	unsigned int rg;
 
-	return av && !b->opaque ? hml_av_target(av, addr) : NULL;
+	if (!av || b->opaque)
+		return NULL;
+	/* An AV with no address of this process: nothing to look up. */
+	rg = __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE);
+	if (rg && rg == __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE))
+		return NULL;
+	return hml_av_target(av, addr);
 }
 void hml_av_changed(struct hml_av *av);
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,

@@ -422,17 +422,12 @@ relearn(struct hml_av *av, fi_addr_t addr, fi_addr_t key, unsigned int now)
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
 {
-	unsigned int rg = __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE);
-	unsigned int now;
+	unsigned int now = stamp(av);
 	fi_addr_t key = addr;
 	struct hml_av_cache *c;
 	struct verdict *v;
 	struct slot *s;
 
-	/* An AV with no address of this process: nothing to look up. */
-	if (rg && rg == __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE))
-		return NULL;
-	now = stamp(av);
 	if (addr == FI_ADDR_NOTAVAIL)
 		return NULL;
 	if (av->rx_ctx_bits)
