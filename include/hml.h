@@ -263,7 +263,6 @@ struct hml_ep {
 
 void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 		 const struct fi_info *info);
-struct hml_ep *hml_ep_of(struct fid_ep *ep);
 
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
@@ -271,7 +270,6 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 /* selfaddr.c: is an address an endpoint of this process? */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
-struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);

@@ -74,7 +74,6 @@ struct hml_rxq {
 	int ncqs;
 };
 
-struct hml_ep *hml_rx_owner(struct hml_ep *e);
 struct hml_rxq *hml_rxq_of(struct hml_ep *e);
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag);

@@ -275,13 +275,6 @@ static void release(struct hml_fid *h)
 	free(e);
 }
 
-struct hml_ep *hml_ep_of(struct fid_ep *ep)
-{
-	struct hml_fid *h = hml_fid_of(&ep->fid);
-
-	return h ? container_of(h, struct hml_ep, h) : NULL;
-}
-
 static void set_info(struct hml_ep *e, const struct fi_info *info)
 {
 	e->caps = info->caps;

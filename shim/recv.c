@@ -27,7 +27,7 @@ static struct hml_ep *tagged_ep(struct fid_ep *ep)
 
 /* Where an endpoint's receives are posted: on itself, or on the shared
  * receive context bound to it. */
-struct hml_ep *hml_rx_owner(struct hml_ep *e)
+static struct hml_ep *hml_rx_owner(struct hml_ep *e)
 {
 	return e->base->srx ? e->base->srx : e->base;
 }

@@ -67,7 +67,7 @@ void hml_self_remove(struct hml_ep *e)
 	pthread_rwlock_unlock(&self_lock);
 }
 
-struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format)
+static struct hml_ep *self_find(const void *addr, size_t len, uint32_t format)
 {
 	struct hml_ep *e;
 
@@ -301,7 +301,7 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 			  len);
 		return NULL;
 	}
-	ep = hml_self_find(name, len, av->addr_format);
+	ep = self_find(name, len, av->addr_format);
 	hml_debug("AV %p: fi_addr %#lx is %s", av->av, (unsigned long) addr,
 		  ep ? "an endpoint of this process" : "not this process");
 	return ep;
