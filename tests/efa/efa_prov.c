@@ -49,21 +49,19 @@ void efa_host_gid(uint8_t gid[16])
 }
 
 /* A fresh endpoint address: QPN unique in the process (and likely on the
- * host), QKEY random, as the EFA device hands them out. */
+ * host), QKEY unique on the host. Real EFA's QKEY is random; this one is
+ * the process id and the endpoint's number, so that the shm regions named
+ * after it, which a crashed process leaves in /dev/shm, can be told to be
+ * garbage (tests/harness clears them). */
 void efa_new_addr(struct efa_ep_addr *addr)
 {
 	static uint32_t next_qp;
 	uint32_t n = __atomic_fetch_add(&next_qp, 1, __ATOMIC_RELAXED);
-	uint32_t qkey = 0;
 
 	memset(addr, 0, sizeof(*addr));
 	efa_host_gid(addr->raw);
 	addr->qpn = (uint16_t) (((uint32_t) getpid() * 64 + n) % 0xfffe + 1);
-	while (!qkey) {
-		if (getrandom(&qkey, sizeof(qkey), 0) != sizeof(qkey))
-			qkey = (uint32_t) random();
-	}
-	addr->qkey = qkey;
+	addr->qkey = (uint32_t) getpid() << 8 | (n & 0xff);
 	addr->next = efa_garbage_ptr();
 }
 
