@@ -19,7 +19,8 @@ METHODS = [  # CSV name, legend, style
     ("staging", "staging via pinned host memory", dict(color="tab:red", marker="x")),
 ]
 DIRECTIONS = [("D2D", "device to device"), ("H2D", "host to device"),
-              ("D2H", "device to host")]
+              ("D2H", "device to host"),
+              ("G0toG1", "GPU 0 to GPU 1"), ("G1toG0", "GPU 1 to GPU 0")]
 
 
 def size_label(n):
@@ -47,10 +48,13 @@ def load(path):
 
 
 def plot(series, provider, out, plt):
-    fig, axes = plt.subplots(1, len(DIRECTIONS), figsize=(16, 5.2),
-                             sharey=True)
+    # Mode 1's three directions, or --cross's two: those the CSV has.
+    dirs = [(d, t) for d, t in DIRECTIONS if any(k[0] == d for k in series)]
+    fig, axes = plt.subplots(1, len(dirs), figsize=(16, 5.2), sharey=True,
+                             squeeze=False)
+    axes = axes[0]
     sizes = sorted({s for pts in series.values() for s, _ in pts})
-    for ax, (d, title) in zip(axes, DIRECTIONS):
+    for ax, (d, title) in zip(axes, dirs):
         for m, label, style in METHODS:
             pts = series.get((d, m))
             if not pts:

@@ -1,9 +1,9 @@
 /*
  * hmemloop-bench: what hmemloop's same-process device copies cost against
  * the CUDA driver's own copy and against staging through host memory
- * (mode 1, run under the hmemloop wrapper), and what hmemloop costs the
- * traffic it passes through (mode 2, --passthrough). docs/bench.md says
- * how to read the output.
+ * (mode 1, run under the hmemloop wrapper; --cross: between two GPUs),
+ * and what hmemloop costs the traffic it passes through (mode 2,
+ * --passthrough). docs/bench.md says how to read the output.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -137,6 +137,8 @@ static void usage(FILE *f)
 "                          [--max-time S] [--csv FILE] [--quick]\n"
 "                          [--staging-copy async|sync]\n"
 "  hmemloop-bench --no-shim [same options]\n"
+"  hmemloop hmemloop-bench --cross [-p PROVIDER] [--sizes MIN:MAX]\n"
+"                          [--iters N] [--max-time S] [--csv FILE] [--quick]\n"
 "  hmemloop-bench --passthrough [-p PROVIDER]... [--runs N] [--iters N]\n"
 "                 [--msg-size N] [--lib PATH] [--csv FILE] [--quick]\n"
 "\n"
@@ -154,6 +156,11 @@ static void usage(FILE *f)
 "  --staging-copy K     staging copies: async (cuMemcpyAsync on a stream,\n"
 "                       default) or sync (cuMemcpy)\n"
 "\n"
+"--cross times the same between a buffer on GPU 0 and one on GPU 1, both\n"
+"ways: the ceiling is the faster of cuMemcpyPeerAsync and cuMemcpyAsync,\n"
+"with peer access enabled; fi_write, fi_read and fi_send through hmemloop;\n"
+"no staging. With fewer than two devices it exits 77.\n"
+"\n"
 "Mode 2 (--passthrough) times host-memory traffic between two processes\n"
 "without hmemloop, with it preloaded but disabled, and enabled.\n"
 "  -p PROV              provider, may repeat (default tcp;ofi_rxm and shm)\n"
@@ -166,7 +173,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SIZES = 256, OPT_ITERS, OPT_CSV, OPT_QUICK, OPT_NO_SHIM,
 	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
-	OPT_STAGING, OPT_CHILD,
+	OPT_STAGING, OPT_CHILD, OPT_CROSS,
 };
 
 static const struct option long_opts[] = {
@@ -177,6 +184,7 @@ static const struct option long_opts[] = {
 	{ "quick", no_argument, NULL, OPT_QUICK },
 	{ "no-shim", no_argument, NULL, OPT_NO_SHIM },
 	{ "passthrough", no_argument, NULL, OPT_PASS },
+	{ "cross", no_argument, NULL, OPT_CROSS },
 	{ "runs", required_argument, NULL, OPT_RUNS },
 	{ "lib", required_argument, NULL, OPT_LIB },
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
@@ -205,6 +213,7 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
 	case OPT_QUICK: b_opt.quick = true; break;
 	case OPT_NO_SHIM: b_opt.no_shim = true; break;
 	case OPT_PASS: b_opt.passthrough = true; break;
+	case OPT_CROSS: b_opt.cross = true; break;
 	case OPT_RUNS: b_opt.runs = (int) parse_long(arg, "--runs"); break;
 	case OPT_LIB: b_opt.lib = arg; break;
 	case OPT_MAX_TIME:
@@ -236,6 +245,8 @@ int main(int argc, char **argv)
 		      argv[optind]);
 	if (b_opt.child_role)
 		return b_pass_child();
+	if (b_opt.passthrough && b_opt.cross)
+		b_die("--cross and --passthrough are different modes");
 	if (b_opt.passthrough) {
 		if (!iters)
 			b_opt.iters = b_opt.quick ? 1000 : 10000;

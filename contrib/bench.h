@@ -4,9 +4,9 @@
  *   bench.c         options, timing and statistics, main
  *   bench_cuda.c    the CUDA driver, opened with dlopen
  *   bench_fabric.c  provider, endpoints, registrations, CQ waits
- *   bench_device.c  mode 1: same-process device copies, the methods
- *   bench_run.c     mode 1: the fork probe and the measurement loops
- *   bench_report.c  mode 1: text tables and CSV
+ *   bench_device.c  mode 1 and --cross: the methods, buffers and modes
+ *   bench_run.c     mode 1 and --cross: the fork probe and the loops
+ *   bench_report.c  mode 1 and --cross: text tables and CSV
  *   bench_pass.c    mode 2: pass-through cost between two processes
  */
 #ifndef HML_BENCH_H
@@ -37,6 +37,7 @@ struct b_opts {
 	bool quick;
 	bool no_shim;
 	bool passthrough;
+	bool cross;			/* mode 1 between GPU 0 and GPU 1 */
 	bool staging_sync;		/* staging copies with cuMemcpy */
 	int runs;
 	const char *lib;
@@ -66,9 +67,12 @@ struct b_cu {
 	CUresult (*driver_version)(int *version);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
 	CUresult (*device_name)(char *name, int len, CUdevice dev);
+	CUresult (*device_count)(int *count);
+	CUresult (*can_access_peer)(int *can, CUdevice dev, CUdevice peer);
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*ctx_set_current)(CUcontext ctx);
 	CUresult (*ctx_sync)(void);
+	CUresult (*ctx_enable_peer)(CUcontext peer, unsigned int flags);
 	CUresult (*mem_alloc)(CUdeviceptr *p, size_t n);
 	CUresult (*mem_free)(CUdeviceptr p);
 	CUresult (*host_alloc)(void **p, size_t n, unsigned int flags);
@@ -77,6 +81,9 @@ struct b_cu {
 	CUresult (*memcpy)(CUdeviceptr dst, CUdeviceptr src, size_t n);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
+	CUresult (*memcpy_peer_async)(CUdeviceptr dst, CUcontext dst_ctx,
+				      CUdeviceptr src, CUcontext src_ctx,
+				      size_t n, CUstream stream);
 	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
 	CUresult (*stream_destroy)(CUstream stream);
 	CUresult (*stream_sync)(CUstream stream);
@@ -86,7 +93,11 @@ extern struct b_cu cu;
 /* Open the driver and make device 0's primary context current; on
  * failure returns -1 with the reason in why. */
 int b_cuda_open(char *why, size_t len);
-const char *b_cuda_device(void);
+/* Devices the process sees: 0 where cuInit found none, -1 before. */
+int b_cuda_count(void);
+/* Device ordinal's name (devices 0 and 1) and primary context. */
+const char *b_cuda_device(int ordinal);
+int b_cuda_context(int ordinal, CUcontext *ctx);
 int b_cuda_version(void);
 /* 0, or an "error: CALL: NAME" string in b_errmsg and -1. */
 int b_cu_ok(CUresult r, const char *call);
@@ -150,7 +161,7 @@ void b_prefix(const char *what);
 /* 0 for 0; else -1 with "WHAT: why" in b_errmsg. */
 int b_post_failed(ssize_t ret, const char *what);
 
-/* bench_device.c / bench_run.c / bench_report.c: mode 1 */
+/* bench_device.c / bench_run.c / bench_report.c: mode 1 and --cross */
 int b_device_main(void);
 /* bench_pass.c: mode 2 */
 int b_pass_main(char **argv);

@@ -15,8 +15,12 @@
 
 struct b_cu cu;
 
-static char device_name[128];
+/* The devices a mode uses: mode 1 device 0, --cross devices 0 and 1. */
+#define NAMED 2
+
+static char device_name[NAMED][128];
 static int driver_version;
+static int device_count = -1;
 
 static const struct {
 	const char *name;
@@ -28,9 +32,12 @@ static const struct {
 	SYM("cuDriverGetVersion", driver_version),
 	SYM("cuDeviceGet", device_get),
 	SYM("cuDeviceGetName", device_name),
+	SYM("cuDeviceGetCount", device_count),
+	SYM("cuDeviceCanAccessPeer", can_access_peer),
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
 	SYM("cuCtxSetCurrent", ctx_set_current),
 	SYM("cuCtxSynchronize", ctx_sync),
+	SYM("cuCtxEnablePeerAccess", ctx_enable_peer),
 	SYM("cuMemAlloc", mem_alloc),
 	SYM("cuMemFree", mem_free),
 	SYM("cuMemHostAlloc", host_alloc),
@@ -38,6 +45,7 @@ static const struct {
 	SYM("cuMemsetD8", memset_d8),
 	SYM("cuMemcpy", memcpy),
 	SYM("cuMemcpyAsync", memcpy_async),
+	SYM("cuMemcpyPeerAsync", memcpy_peer_async),
 	SYM("cuStreamCreate", stream_create),
 	SYM("cuStreamDestroy", stream_destroy),
 	SYM("cuStreamSynchronize", stream_sync),
@@ -85,11 +93,23 @@ int b_cu_ok(CUresult r, const char *call)
 	return -1;
 }
 
+/* Names of the devices there are, for the header. */
+static void name_devices(void)
+{
+	CUdevice dev;
+
+	for (int i = 0; i < NAMED && i < device_count; i++)
+		if (cu.device_get(&dev, i) ||
+		    cu.device_name(device_name[i], sizeof(device_name[i]), dev))
+			snprintf(device_name[i], sizeof(device_name[i]),
+				 "device %d", i);
+}
+
 int b_cuda_open(char *why, size_t len)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	CUresult r;
 	CUcontext ctx;
-	CUdevice dev;
 
 	if (!lib) {
 		snprintf(why, len, "%s", dlerror());
@@ -97,22 +117,39 @@ int b_cuda_open(char *why, size_t len)
 	}
 	if (resolve(lib, why, len))
 		return -1;
-	if (b_cu_ok(cu.init(0), "cuInit") ||
-	    b_cu_ok(cu.device_get(&dev, 0), "cuDeviceGet") ||
-	    b_cu_ok(cu.primary_retain(&ctx, dev), "cuDevicePrimaryCtxRetain") ||
+	r = cu.init(0);
+	/* No device is an answer to --cross, not only an error. */
+	if (r == CUDA_ERROR_NO_DEVICE)
+		device_count = 0;
+	if (b_cu_ok(r, "cuInit") ||
+	    b_cu_ok(cu.device_count(&device_count), "cuDeviceGetCount") ||
+	    b_cuda_context(0, &ctx) ||
 	    b_cu_ok(cu.ctx_set_current(ctx), "cuCtxSetCurrent")) {
 		snprintf(why, len, "%s", b_errmsg);
 		return -1;
 	}
-	if (cu.device_name(device_name, sizeof(device_name), dev))
-		snprintf(device_name, sizeof(device_name), "device 0");
+	name_devices();
 	cu.driver_version(&driver_version);
 	return 0;
 }
 
-const char *b_cuda_device(void)
+int b_cuda_count(void)
 {
-	return device_name;
+	return device_count;
+}
+
+int b_cuda_context(int ordinal, CUcontext *ctx)
+{
+	CUdevice dev;
+
+	return b_cu_ok(cu.device_get(&dev, ordinal), "cuDeviceGet") ||
+	       b_cu_ok(cu.primary_retain(ctx, dev),
+		       "cuDevicePrimaryCtxRetain") ? -1 : 0;
+}
+
+const char *b_cuda_device(int ordinal)
+{
+	return ordinal >= 0 && ordinal < NAMED ? device_name[ordinal] : "?";
 }
 
 int b_cuda_version(void)

@@ -1,10 +1,13 @@
-/* hmemloop-bench mode 1: the methods, the buffers and the results. */
+/* hmemloop-bench mode 1 and --cross: the methods, the buffers, the
+ * results, and the mode that says which of them a run has. */
 #ifndef HML_BENCH_DEV_H
 #define HML_BENCH_DEV_H
 
 #include "bench.h"
 
-/* Four buffers of the largest size: the two ends of every direction. */
+/* Buffers of the largest size: the two ends of every direction. Mode 1
+ * has all four, on GPU 0 and the host; --cross has DEV_A on GPU 0 and
+ * DEV_B on GPU 1. */
 enum b_loc { DEV_A, DEV_B, HOST_A, HOST_B, NLOC };
 
 struct b_dir {
@@ -13,15 +16,19 @@ struct b_dir {
 	enum b_loc src, dst;
 };
 
-#define NDIRS 3
-extern const struct b_dir b_dirs[NDIRS];
+#define B_MAX_DIRS 3
 
 struct b_ctx {
 	struct b_fab fab;
 	struct b_ep a, b;
 	fi_addr_t self;			/* a, in a's own AV */
 	fi_addr_t peer;			/* b, in a's AV: fi_send's receiver */
-	CUstream stream;		/* non-blocking, the bench's own */
+	/* Per GPU: its primary context, [0] current between points, and a
+	 * non-blocking stream of the bench's own in it. */
+	CUcontext cuctx[2];
+	CUstream stream[2];
+	int gpu[NLOC];			/* the GPU a device buffer is on */
+	char p2p[640];			/* --cross: how peer access went */
 	size_t len;
 	void *buf[NLOC];
 	struct fid_mr *mr[NLOC];
@@ -29,9 +36,13 @@ struct b_ctx {
 	uint64_t key[NLOC];
 };
 
+/* The slots of a mode's method table. */
 enum {
-	M_CEIL_ASYNC, M_CEIL_SYNC, M_WRITE, M_READ, M_SEND, M_STAGING,
-	NMETHODS
+	M_CEIL_A, M_CEIL_B,		/* the ceiling's variants; A wins ties */
+	M_WRITE, M_READ, M_SEND, M_STAGING,
+	NMETHODS,
+	M_CEIL_ASYNC = M_CEIL_A, M_CEIL_SYNC = M_CEIL_B,	/* mode 1 */
+	M_CEIL_PEER = M_CEIL_A, M_CEIL_UVA = M_CEIL_B,	/* --cross */
 };
 
 struct b_method {
@@ -48,11 +59,34 @@ struct b_method {
 	const char *rate_how;		/* what the rate measures */
 };
 
-extern const struct b_method b_methods[NMETHODS];
+/* What a run measures, and the words its header has for it. */
+struct b_mode {
+	const char *title;
+	int gpus;			/* devices it needs */
+	const struct b_dir *dirs;
+	int ndirs;
+	/* NMETHODS slots; one without a name is not in this mode. */
+	const struct b_method *methods;
+	const char *buffers, *ceiling;
+	const char *no_shim;		/* what --no-shim times */
+	int (*alloc)(struct b_ctx *c, size_t len);
+};
+
+extern const struct b_mode b_mode_same, b_mode_cross;
+/* The run's mode, chosen before anything else. */
+extern const struct b_mode *b_mode;
+
+static inline bool b_has(int m)
+{
+	return b_mode->methods[m].name != NULL;
+}
 
 /* bench_device.c */
 int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen);
 void b_ctx_close(struct b_ctx *c);
+/* Make GPU 0's context current again, after a method switched: hmemloop
+ * then always starts from the same one. */
+int b_ctx_home(struct b_ctx *c);
 /* One operation of method m on patterned bytes, checked: 0 or -1. */
 int b_validate(struct b_ctx *c, int m, const struct b_dir *d, size_t len);
 
@@ -74,7 +108,7 @@ struct b_results {
 	int nsizes;
 	bool shim;			/* hmemloop methods were run */
 	char why[NMETHODS][320];	/* unavailable: why */
-	struct b_point p[NDIRS][NMETHODS][B_MAX_SIZES];
+	struct b_point p[B_MAX_DIRS][NMETHODS][B_MAX_SIZES];
 };
 
 /* bench_report.c */

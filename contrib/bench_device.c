@@ -1,8 +1,11 @@
 /*
- * Mode 1's methods. Each moves len bytes from a direction's source buffer
- * to its destination buffer of this process:
+ * The methods of mode 1 and --cross, and the two modes. Each method moves
+ * len bytes from a direction's source buffer to its destination buffer of
+ * this process:
  *   ceiling_async  cuMemcpyAsync on a non-blocking stream, cuStreamSynchronize
  *   ceiling_sync   cuMemcpy, cuStreamSynchronize of the legacy stream
+ *   ceiling_peer   --cross: cuMemcpyPeerAsync on the source GPU's stream
+ *   ceiling_uva    --cross: cuMemcpyAsync on the destination GPU's stream
  *   fi_write       endpoint a to its own address: a write, or a read, or
  *   fi_read        ... (through hmemloop)
  *   fi_send        a to endpoint b, into a receive posted on b
@@ -18,10 +21,15 @@
 
 #include "bench_dev.h"
 
-const struct b_dir b_dirs[NDIRS] = {
+static const struct b_dir same_dirs[] = {
 	{ "D2D", "device to device", DEV_A, DEV_B },
 	{ "H2D", "host to device", HOST_A, DEV_B },
 	{ "D2H", "device to host", DEV_A, HOST_B },
+};
+
+static const struct b_dir cross_dirs[] = {
+	{ "G0toG1", "GPU 0 to GPU 1", DEV_A, DEV_B },
+	{ "G1toG0", "GPU 1 to GPU 0", DEV_B, DEV_A },
 };
 
 /* Every operation gets a context of its own: hmemloop takes a posted
@@ -45,15 +53,18 @@ static CUdeviceptr dp(const void *p)
 	return (CUdeviceptr) (uintptr_t) p;
 }
 
-/* n copies, then one synchronization: of the bench's stream ... */
+/* n copies, then one synchronization: of the bench's stream on the
+ * destination's GPU (mode 1 has one) ... */
 static int copy_async(struct b_ctx *c, enum b_loc dst, enum b_loc src,
 		      size_t len, long n)
 {
+	CUstream stream = c->stream[c->gpu[dst]];
+
 	for (long i = 0; i < n; i++)
 		if (b_cu_ok(cu.memcpy_async(dp(c->buf[dst]), dp(c->buf[src]),
-					    len, c->stream), "cuMemcpyAsync"))
+					    len, stream), "cuMemcpyAsync"))
 			return -1;
-	return b_cu_ok(cu.stream_sync(c->stream), "cuStreamSynchronize");
+	return b_cu_ok(cu.stream_sync(stream), "cuStreamSynchronize");
 }
 
 /* ... or of the legacy stream, which cuMemcpy uses: a device-to-device
@@ -108,6 +119,60 @@ static long ceil_sync_rate(struct b_ctx *c, const struct b_dir *d,
 			   size_t len, long n, double deadline)
 {
 	return batches(c, d, len, n, deadline, copy_sync);
+}
+
+/* --cross: n peer copies on the source GPU's stream, then one sync. */
+static int copy_peer(struct b_ctx *c, enum b_loc dst, enum b_loc src,
+		     size_t len, long n)
+{
+	int dg = c->gpu[dst], sg = c->gpu[src];
+
+	for (long i = 0; i < n; i++)
+		if (b_cu_ok(cu.memcpy_peer_async(dp(c->buf[dst]), c->cuctx[dg],
+						 dp(c->buf[src]), c->cuctx[sg],
+						 len, c->stream[sg]),
+			    "cuMemcpyPeerAsync"))
+			return -1;
+	return b_cu_ok(cu.stream_sync(c->stream[sg]), "cuStreamSynchronize");
+}
+
+static int use_gpu(struct b_ctx *c, int g)
+{
+	return b_cu_ok(cu.ctx_set_current(c->cuctx[g]), "cuCtxSetCurrent");
+}
+
+/* A --cross ceiling issues its copies with its stream's context current,
+ * as an application would; the switch is not timed. */
+static int peer_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	(void) len;
+	return use_gpu(c, c->gpu[d->src]);
+}
+
+static int uva_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	(void) len;
+	return use_gpu(c, c->gpu[d->dst]);
+}
+
+static int peer_one(struct b_ctx *c, const struct b_dir *d, size_t len)
+{
+	return copy_peer(c, d->dst, d->src, len, 1);
+}
+
+static long peer_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		      long n, double deadline)
+{
+	return peer_prep(c, d, len) ? -1 :
+	       batches(c, d, len, n, deadline, copy_peer);
+}
+
+/* ceiling_async's copy, on the destination GPU's stream. */
+static long uva_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
+		     long n, double deadline)
+{
+	return uva_prep(c, d, len) ? -1 :
+	       batches(c, d, len, n, deadline, copy_async);
 }
 
 /* RMA from endpoint a to its own address. A read's local buffer is the
@@ -339,56 +404,153 @@ static long staging_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 	return done;
 }
 
-const struct b_method b_methods[NMETHODS] = {
+#define RMA_RATE "64 posted, then one more per completion read"
+#define SEND_RATE "64 receives posted and 64 sends in flight; an operation " \
+	"is its two completions"
+
+static const struct b_method same_methods[NMETHODS] = {
 	[M_CEIL_ASYNC] = { "ceiling_async", false, NULL, ceil_async_one,
 		ceil_async_rate, "64 cuMemcpyAsync, then one cuStreamSynchronize" },
 	[M_CEIL_SYNC] = { "ceiling_sync", false, NULL, ceil_sync_one,
 		ceil_sync_rate, "64 cuMemcpy, then one cuStreamSynchronize "
 		"of the legacy stream" },
-	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate,
-		"64 posted, then one more per completion read" },
-	[M_READ] = { "fi_read", true, NULL, read_one, read_rate,
-		"64 posted, then one more per completion read" },
+	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate, RMA_RATE },
+	[M_READ] = { "fi_read", true, NULL, read_one, read_rate, RMA_RATE },
 	[M_SEND] = { "fi_send", true, send_prep, send_one, send_rate,
-		"64 receives posted and 64 sends in flight; an operation is "
-		"its two completions" },
+		SEND_RATE },
 	[M_STAGING] = { "staging", false, NULL, staging_one, staging_rate,
 		"per batch: 64 copies to pinned host and a sync, 64 host "
 		"fi_write and their completions, 64 copies to device and a sync" },
 };
 
-static int alloc_buffers(struct b_ctx *c, size_t len)
+/* The hmemloop methods are mode 1's own; no staging between GPUs. */
+static const struct b_method cross_methods[NMETHODS] = {
+	[M_CEIL_PEER] = { "ceiling_peer", false, peer_prep, peer_one,
+		peer_rate, "64 cuMemcpyPeerAsync, then one cuStreamSynchronize" },
+	[M_CEIL_UVA] = { "ceiling_uva", false, uva_prep, ceil_async_one,
+		uva_rate, "64 cuMemcpyAsync, then one cuStreamSynchronize" },
+	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate, RMA_RATE },
+	[M_READ] = { "fi_read", true, NULL, read_one, read_rate, RMA_RATE },
+	[M_SEND] = { "fi_send", true, send_prep, send_one, send_rate,
+		SEND_RATE },
+};
+
+static int dev_alloc(struct b_ctx *c, enum b_loc l, size_t len)
 {
 	CUdeviceptr p;
 
-	for (int l = DEV_A; l <= DEV_B; l++) {
-		if (b_cu_ok(cu.mem_alloc(&p, len), "cuMemAlloc"))
-			return -1;
-		c->buf[l] = (void *) (uintptr_t) p;
-		if (b_cu_ok(cu.memset_d8(p, 0, len), "cuMemsetD8"))
-			return -1;
-	}
+	if (b_cu_ok(cu.mem_alloc(&p, len), "cuMemAlloc"))
+		return -1;
+	c->buf[l] = (void *) (uintptr_t) p;
+	return b_cu_ok(cu.memset_d8(p, 0, len), "cuMemsetD8");
+}
+
+/* GPU g's primary context, current, and the bench's stream in it. */
+static int gpu_open(struct b_ctx *c, int g)
+{
+	return b_cuda_context(g, &c->cuctx[g]) || use_gpu(c, g) ||
+	       b_cu_ok(cu.stream_create(&c->stream[g], CU_STREAM_NON_BLOCKING),
+		       "cuStreamCreate") ? -1 : 0;
+}
+
+static int alloc_same(struct b_ctx *c, size_t len)
+{
+	if (gpu_open(c, 0) || dev_alloc(c, DEV_A, len) ||
+	    dev_alloc(c, DEV_B, len))
+		return -1;
 	for (int l = HOST_A; l <= HOST_B; l++) {
 		if (b_cu_ok(cu.host_alloc(&c->buf[l], len, 0),
 			    "cuMemHostAlloc"))
 			return -1;
 		memset(c->buf[l], 0, len);
 	}
-	if (b_cu_ok(cu.stream_create(&c->stream, CU_STREAM_NON_BLOCKING),
-		    "cuStreamCreate"))
-		return -1;
 	return b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize");
 }
 
+/* Let GPU g's context reach GPU peer's memory: 0, or -1 with the reason
+ * in b_errmsg. An earlier enable counts. */
+static int peer_enable(struct b_ctx *c, int g, int peer)
+{
+	CUdevice dev, pdev;
+	int can = 0;
+	CUresult r;
+
+	if (b_cu_ok(cu.device_get(&dev, g), "cuDeviceGet") ||
+	    b_cu_ok(cu.device_get(&pdev, peer), "cuDeviceGet") ||
+	    b_cu_ok(cu.can_access_peer(&can, dev, pdev),
+		    "cuDeviceCanAccessPeer"))
+		return -1;
+	if (!can) {
+		snprintf(b_errmsg, sizeof(b_errmsg),
+			 "cuDeviceCanAccessPeer says it cannot");
+		return -1;
+	}
+	if (use_gpu(c, g))
+		return -1;
+	r = cu.ctx_enable_peer(c->cuctx[peer], 0);
+	return r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ? 0 :
+	       b_cu_ok(r, "cuCtxEnablePeerAccess");
+}
+
+/* Both ways, as a multi-GPU application sets up: without it the driver
+ * stages copies between the GPUs through the host. Not fatal; c->p2p says
+ * how it went, for the header. */
+static void enable_peers(struct b_ctx *c)
+{
+	char way[2][272];
+	int bad = 0;
+
+	for (int g = 0; g < 2; g++) {
+		if (!peer_enable(c, g, 1 - g)) {
+			snprintf(way[g], sizeof(way[g]), "enabled");
+			continue;
+		}
+		snprintf(way[g], sizeof(way[g]), "not enabled: %s", b_errmsg);
+		bad++;
+	}
+	if (!bad)
+		snprintf(c->p2p, sizeof(c->p2p), "enabled both ways "
+			 "(cuCtxEnablePeerAccess)");
+	else
+		snprintf(c->p2p, sizeof(c->p2p), "could not be enabled: "
+			 "GPU 0 to GPU 1's memory %s; GPU 1 to GPU 0's %s",
+			 way[0], way[1]);
+}
+
+/* DEV_A on GPU 0, DEV_B on GPU 1, each allocated in its own context. */
+static int alloc_cross(struct b_ctx *c, size_t len)
+{
+	if (b_cuda_count() < 2) {
+		snprintf(b_errmsg, sizeof(b_errmsg), "--cross needs two CUDA "
+			 "devices; this process sees %d", b_cuda_count());
+		return -1;
+	}
+	for (int g = 0; g < 2; g++) {
+		enum b_loc l = g ? DEV_B : DEV_A;
+
+		c->gpu[l] = g;
+		if (gpu_open(c, g) || dev_alloc(c, l, len) ||
+		    b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize"))
+			return -1;
+	}
+	enable_peers(c);
+	return b_ctx_home(c);
+}
+
+int b_ctx_home(struct b_ctx *c)
+{
+	return use_gpu(c, 0);
+}
+
 /* Buffers, then the provider: endpoint a with its own address in its AV,
- * endpoint b as fi_send's receiver, and the four buffers registered. */
+ * endpoint b as fi_send's receiver, and the mode's buffers registered. */
 int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 {
 	int ret;
 
 	memset(c, 0, sizeof(*c));
 	c->len = len;
-	if (alloc_buffers(c, len)) {
+	if (b_mode->alloc(c, len)) {
 		snprintf(why, whylen, "%s", b_errmsg);
 		return -1;
 	}
@@ -404,6 +566,8 @@ int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 	c->peer = b_av_insert(&c->a, c->b.name);
 	b_av_insert(&c->b, c->a.name);
 	for (int l = 0; l < NLOC; l++) {
+		if (!c->buf[l])
+			continue;
 		c->mr[l] = b_mr_reg(&c->fab, c->buf[l], len, l + 1);
 		c->desc[l] = fi_mr_desc(c->mr[l]);
 		c->key[l] = fi_mr_key(c->mr[l]);
@@ -418,11 +582,15 @@ void b_ctx_close(struct b_ctx *c)
 	b_ep_close(&c->b);
 	b_ep_close(&c->a);
 	b_fab_close(&c->fab);
-	cu.stream_destroy(c->stream);
+	for (int g = 0; g < 2; g++)
+		if (c->stream[g])
+			cu.stream_destroy(c->stream[g]);
 	for (int l = DEV_A; l <= DEV_B; l++)
-		cu.mem_free(dp(c->buf[l]));
+		if (c->buf[l])
+			cu.mem_free(dp(c->buf[l]));
 	for (int l = HOST_A; l <= HOST_B; l++)
-		cu.host_free(c->buf[l]);
+		if (c->buf[l])
+			cu.host_free(c->buf[l]);
 }
 
 static uint8_t pattern(size_t i, unsigned seed)
@@ -442,7 +610,9 @@ static int put(struct b_ctx *c, enum b_loc l, uint8_t *tmp, size_t len,
 		memcpy(c->buf[l], tmp, len);
 		return 0;
 	}
-	return b_cu_ok(cu.memcpy(dp(c->buf[l]), dp(tmp), len), "cuMemcpy") ||
+	/* In the buffer's own context, so that the sync covers the copy. */
+	return use_gpu(c, c->gpu[l]) ||
+	       b_cu_ok(cu.memcpy(dp(c->buf[l]), dp(tmp), len), "cuMemcpy") ||
 	       b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize") ? -1 : 0;
 }
 
@@ -450,7 +620,8 @@ static int check(struct b_ctx *c, enum b_loc l, uint8_t *tmp, size_t len,
 		 unsigned seed)
 {
 	if (is_dev(l)) {
-		if (b_cu_ok(cu.memcpy(dp(tmp), dp(c->buf[l]), len), "cuMemcpy") ||
+		if (use_gpu(c, c->gpu[l]) ||
+		    b_cu_ok(cu.memcpy(dp(tmp), dp(c->buf[l]), len), "cuMemcpy") ||
 		    b_cu_ok(cu.ctx_sync(), "cuCtxSynchronize"))
 			return -1;
 	} else {
@@ -468,16 +639,56 @@ static int check(struct b_ctx *c, enum b_loc l, uint8_t *tmp, size_t len,
 
 int b_validate(struct b_ctx *c, int m, const struct b_dir *d, size_t len)
 {
-	const struct b_method *mt = &b_methods[m];
-	unsigned seed = (unsigned) (m * 7 + (d - b_dirs) + 1);
+	const struct b_method *mt = &b_mode->methods[m];
+	unsigned seed = (unsigned) (m * 7 + (d - b_mode->dirs) + 1);
 	uint8_t *tmp = malloc(len);
 	int ret;
 
 	if (!tmp)
 		b_die("out of memory");
+	/* The method starts from GPU 0's context, as when it is timed. */
 	ret = put(c, d->src, tmp, len, seed) || put(c, d->dst, tmp, len, 0) ||
-	      (mt->prep && mt->prep(c, d, len)) || mt->one(c, d, len) ||
+	      b_ctx_home(c) || (mt->prep && mt->prep(c, d, len)) ||
+	      mt->one(c, d, len) ||
 	      check(c, d->dst, tmp, len, seed) ? -1 : 0;
 	free(tmp);
+	if (b_ctx_home(c))
+		ret = -1;
 	return ret;
 }
+
+const struct b_mode b_mode_same = {
+	.title = "same-process copies of CUDA device memory",
+	.gpus = 1,
+	.dirs = same_dirs,
+	.ndirs = sizeof(same_dirs) / sizeof(same_dirs[0]),
+	.methods = same_methods,
+	.buffers = "cuMemAlloc on the device, cuMemHostAlloc (pinned) on the "
+		"host, all registered with fi_mr_reg as ordinary memory "
+		"(no FI_HMEM)",
+	.ceiling = "the faster of ceiling_async (cuMemcpyAsync on a "
+		"non-blocking stream + cuStreamSynchronize) and ceiling_sync "
+		"(cuMemcpy + cuStreamSynchronize of the legacy stream) at "
+		"each point; the CSV has both",
+	.no_shim = "ceiling and staging",
+	.alloc = alloc_same,
+};
+
+const struct b_mode b_mode_cross = {
+	.title = "same-process copies between GPU 0 and GPU 1",
+	.gpus = 2,
+	.dirs = cross_dirs,
+	.ndirs = sizeof(cross_dirs) / sizeof(cross_dirs[0]),
+	.methods = cross_methods,
+	.buffers = "cuMemAlloc on GPU 0 and on GPU 1, each in its device's "
+		"primary context, registered with fi_mr_reg as ordinary "
+		"memory (no FI_HMEM) on one endpoint pair",
+	.ceiling = "the faster of ceiling_peer (cuMemcpyPeerAsync on a "
+		"non-blocking stream of the source's context + "
+		"cuStreamSynchronize) and ceiling_uva (cuMemcpyAsync, unified "
+		"addressing, on a non-blocking stream of the destination's "
+		"context + cuStreamSynchronize) at each point, each with its "
+		"stream's context current; the CSV has both",
+	.no_shim = "ceiling",
+	.alloc = alloc_cross,
+};

@@ -1,7 +1,8 @@
 /*
- * Mode 1's output: a header that says what was measured, three tables a
- * direction (latency; bandwidth and message rate; hmemloop against the
- * ceiling and staging), and the CSV with every number.
+ * The output of mode 1 and --cross: a header that says what was measured,
+ * three tables a direction (latency; bandwidth and message rate; hmemloop
+ * against the ceiling, and staging where the mode has it), and the CSV
+ * with every number.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,19 +12,38 @@
 
 /* Table columns: the ceiling is the faster of its two variants. */
 #define CEIL (-1)
-static const int columns[] = { CEIL, M_WRITE, M_READ, M_SEND, M_STAGING };
-#define NCOLS ((int) (sizeof(columns) / sizeof(columns[0])))
+static const int all_columns[] = { CEIL, M_WRITE, M_READ, M_SEND, M_STAGING };
+#define MAX_COLS ((int) (sizeof(all_columns) / sizeof(all_columns[0])))
+
+/* The columns of the mode's methods: how many. */
+static int columns(int *cols)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_COLS; i++)
+		if (all_columns[i] == CEIL || b_has(all_columns[i]))
+			cols[n++] = all_columns[i];
+	return n;
+}
 
 static int ceil_pick(const struct b_results *r, int d, int s)
 {
-	const struct b_point *a = &r->p[d][M_CEIL_ASYNC][s];
-	const struct b_point *y = &r->p[d][M_CEIL_SYNC][s];
+	const struct b_point *a = &r->p[d][M_CEIL_A][s];
+	const struct b_point *b = &r->p[d][M_CEIL_B][s];
 
 	if (a->status != P_OK)
-		return y->status == P_OK ? M_CEIL_SYNC : -1;
-	if (y->status != P_OK)
-		return M_CEIL_ASYNC;
-	return y->lat.median < a->lat.median ? M_CEIL_SYNC : M_CEIL_ASYNC;
+		return b->status == P_OK ? M_CEIL_B : -1;
+	if (b->status != P_OK)
+		return M_CEIL_A;
+	return b->lat.median < a->lat.median ? M_CEIL_B : M_CEIL_A;
+}
+
+/* "async" for ceiling_async: the table's via column. */
+static const char *via(int m)
+{
+	const char *name = b_mode->methods[m].name;
+
+	return strncmp(name, "ceiling_", 8) ? name : name + 8;
 }
 
 static const struct b_point *point(const struct b_results *r, int d, int m,
@@ -44,7 +64,7 @@ static const struct b_point *ok(const struct b_results *r, int d, int m,
 
 static const char *col_name(int m)
 {
-	return m == CEIL ? "ceiling" : b_methods[m].name;
+	return m == CEIL ? "ceiling" : b_mode->methods[m].name;
 }
 
 /* Three significant digits or so, in at most 8 characters. */
@@ -69,7 +89,7 @@ static const char *no_number(const struct b_results *r, int d, int m, int s)
 	const struct b_point *p = point(r, d, m, s);
 
 	if (!p || p->status == P_NONE)
-		return m != CEIL && b_methods[m].hmemloop && !r->shim ?
+		return m != CEIL && b_mode->methods[m].hmemloop && !r->shim ?
 		       "no-shim" : "-";
 	switch (p->status) {
 	case P_UNAVAIL: return "n/a";
@@ -84,41 +104,55 @@ static double bw(const struct b_point *p, size_t len)
 	return len / p->lat.median;
 }
 
+/* The devices, by name, the driver, and --cross's peer access. */
+static void cuda_lines(const struct b_ctx *c)
+{
+	int v = b_cuda_version();
+
+	if (b_mode->gpus == 1) {
+		printf("CUDA: %s, driver API %d.%d\n", b_cuda_device(0),
+		       v / 1000, v % 1000 / 10);
+		return;
+	}
+	printf("CUDA: GPU 0 %s, GPU 1 %s, driver API %d.%d\n",
+	       b_cuda_device(0), b_cuda_device(1), v / 1000, v % 1000 / 10);
+	printf("peer access: %s\n", c->p2p);
+}
+
 void b_report_header(const struct b_ctx *c, const struct b_results *r)
 {
 	char a[32], b[32];
-	int v = b_cuda_version();
 
-	printf("hmemloop-bench: same-process copies of CUDA device memory "
-	       "over %s (%s)\n", b_opt.prov, c->fab.info->fabric_attr->prov_name);
-	printf("CUDA: %s, driver API %d.%d\n", b_cuda_device(), v / 1000,
-	       v % 1000 / 10);
-	printf("hmemloop: %s\n", r->shim ? "enabled (fi_write, fi_read and "
-	       "fi_send go through it)" : "not used (--no-shim): ceiling and "
-	       "staging only");
+	printf("hmemloop-bench: %s over %s (%s)\n", b_mode->title, b_opt.prov,
+	       c->fab.info->fabric_attr->prov_name);
+	cuda_lines(c);
+	if (r->shim)
+		printf("hmemloop: enabled (fi_write, fi_read and fi_send go "
+		       "through it)\n");
+	else
+		printf("hmemloop: not used (--no-shim): %s only\n",
+		       b_mode->no_shim);
 	printf("sizes %s to %s, times 4 each step; %ld latency operations a "
 	       "point, one outstanding, after a warm-up; a point stops early "
 	       "after %.1f s (n says how many ran)\n",
 	       b_size_str(b_opt.min_size, a, sizeof(a)),
 	       b_size_str(b_opt.max_size, b, sizeof(b)), b_opt.iters,
 	       b_opt.max_time);
-	printf("buffers: cuMemAlloc on the device, cuMemHostAlloc (pinned) on "
-	       "the host, all registered with fi_mr_reg as ordinary memory "
-	       "(no FI_HMEM)\n");
-	printf("ceiling: the faster of ceiling_async (cuMemcpyAsync on a "
-	       "non-blocking stream + cuStreamSynchronize) and ceiling_sync "
-	       "(cuMemcpy + cuStreamSynchronize of the legacy stream) at "
-	       "each point; the CSV has both\n");
-	printf("staging: copies with %s\n", b_opt.staging_sync ?
-	       "cuMemcpy + legacy-stream sync" :
-	       "cuMemcpyAsync + cuStreamSynchronize");
+	printf("buffers: %s\n", b_mode->buffers);
+	printf("ceiling: %s\n", b_mode->ceiling);
+	if (b_has(M_STAGING))
+		printf("staging: copies with %s\n", b_opt.staging_sync ?
+		       "cuMemcpy + legacy-stream sync" :
+		       "cuMemcpyAsync + cuStreamSynchronize");
 	printf("message rate, %d outstanding:\n", B_WINDOW);
 	for (int m = 0; m < NMETHODS; m++)
-		printf("  %-14s %s\n", b_methods[m].name, b_methods[m].rate_how);
+		if (b_has(m))
+			printf("  %-14s %s\n", b_mode->methods[m].name,
+			       b_mode->methods[m].rate_how);
 	for (int m = 0; m < NMETHODS; m++)
 		if (r->shim && r->why[m][0])
 			printf("%s: unavailable, skipped: %s\n",
-			       b_methods[m].name, r->why[m]);
+			       b_mode->methods[m].name, r->why[m]);
 	printf("\n");
 }
 
@@ -145,30 +179,29 @@ static void ops_cell(const struct b_results *r, int d, int s, char *b,
 static void latency_table(const struct b_results *r, int d)
 {
 	char sz[32], cell[48], x[16], y[16];
+	int cols[MAX_COLS], ncols = columns(cols);
 
 	printf("latency, µs: median [p99]; via: the ceiling's faster variant; "
 	       "n: fewest operations measured, * where --max-time cut it\n"
 	       "%9s", "size");
-	for (int i = 0; i < NCOLS; i++)
-		printf(" %19s%s", col_name(columns[i]), i ? "" : "   via");
+	for (int i = 0; i < ncols; i++)
+		printf(" %19s%s", col_name(cols[i]), i ? "" : "   via");
 	printf(" %7s\n", "n");
 	for (int s = 0; s < r->nsizes; s++) {
 		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
-		for (int i = 0; i < NCOLS; i++) {
-			const struct b_point *p = ok(r, d, columns[i], s);
+		for (int i = 0; i < ncols; i++) {
+			const struct b_point *p = ok(r, d, cols[i], s);
 
 			if (!p)
 				snprintf(cell, sizeof(cell), "%s",
-					 no_number(r, d, columns[i], s));
+					 no_number(r, d, cols[i], s));
 			else
 				snprintf(cell, sizeof(cell), "%s [%s]",
 					 num(p->lat.median * 1e6, x, sizeof(x)),
 					 num(p->lat.p99 * 1e6, y, sizeof(y)));
 			printf(" %19s", cell);
-			if (columns[i] == CEIL)
-				printf(" %5s", !p ? "" :
-				       ceil_pick(r, d, s) == M_CEIL_SYNC ?
-				       "sync" : "async");
+			if (cols[i] == CEIL)
+				printf(" %5s", p ? via(ceil_pick(r, d, s)) : "");
 		}
 		ops_cell(r, d, s, cell, sizeof(cell));
 		printf(" %7s\n", cell);
@@ -189,27 +222,28 @@ static void rate_cell(const struct b_point *p, char *b, size_t len)
 static void bandwidth_table(const struct b_results *r, int d)
 {
 	char sz[32], cell[32];
+	int cols[MAX_COLS], ncols = columns(cols);
 
 	printf("bandwidth, GB/s from the median | message rate, thousand "
 	       "operations/s with %d outstanding\n%9s", B_WINDOW, "size");
-	for (int i = 0; i < NCOLS; i++)
-		printf(" %8.8s", col_name(columns[i]));
+	for (int i = 0; i < ncols; i++)
+		printf(" %8.8s", col_name(cols[i]));
 	printf(" |");
-	for (int i = 0; i < NCOLS; i++)
-		printf(" %8.8s", col_name(columns[i]));
+	for (int i = 0; i < ncols; i++)
+		printf(" %8.8s", col_name(cols[i]));
 	printf("\n");
 	for (int s = 0; s < r->nsizes; s++) {
 		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
-		for (int i = 0; i < NCOLS; i++) {
-			const struct b_point *p = ok(r, d, columns[i], s);
+		for (int i = 0; i < ncols; i++) {
+			const struct b_point *p = ok(r, d, cols[i], s);
 
 			printf(" %8s", p ? num(bw(p, r->sizes[s]) / 1e9, cell,
 					       sizeof(cell)) :
-			       no_number(r, d, columns[i], s));
+			       no_number(r, d, cols[i], s));
 		}
 		printf(" |");
-		for (int i = 0; i < NCOLS; i++) {
-			rate_cell(ok(r, d, columns[i], s), cell, sizeof(cell));
+		for (int i = 0; i < ncols; i++) {
+			rate_cell(ok(r, d, cols[i], s), cell, sizeof(cell));
 			printf(" %8s", cell);
 		}
 		printf("\n");
@@ -220,16 +254,19 @@ static void ratio_cells(const struct b_results *r, int d, int m, int s)
 {
 	const struct b_point *p = ok(r, d, m, s), *c = ok(r, d, CEIL, s);
 	const struct b_point *st = ok(r, d, M_STAGING, s);
+	bool stag = b_has(M_STAGING);
 	char x[16];
 	double diff;
 
 	if (!p) {
-		printf(" %8s %8s %8s", no_number(r, d, m, s), "", "");
+		printf(" %8s %8s%s", no_number(r, d, m, s), "",
+		       stag ? "         " : "");
 		return;
 	}
 	printf(" %8s", c ? num(c->lat.median / p->lat.median, x, sizeof(x)) : "-");
-	printf(" %8s", st ? num(st->lat.median / p->lat.median, x, sizeof(x)) :
-	       "-");
+	if (stag)
+		printf(" %8s", st ? num(st->lat.median / p->lat.median, x,
+					sizeof(x)) : "-");
 	/* Two decimals while the difference is under 10 µs. */
 	diff = c ? (p->lat.median - c->lat.median) * 1e6 : 0;
 	if (!c)
@@ -243,15 +280,16 @@ static void ratio_cells(const struct b_results *r, int d, int m, int s)
 static void ratio_table(const struct b_results *r, int d)
 {
 	static const int hml[] = { M_WRITE, M_READ, M_SEND };
+	bool stag = b_has(M_STAGING);
 	char sz[32];
 
-	printf("hmemloop: bandwidth / ceiling's, bandwidth / staging's, "
-	       "latency - ceiling's (µs)\n%9s", "");
+	printf("hmemloop: bandwidth / ceiling's, %slatency - ceiling's (µs)\n"
+	       "%9s", stag ? "bandwidth / staging's, " : "", "");
 	for (int i = 0; i < 3; i++)
-		printf(" %26s", b_methods[hml[i]].name);
+		printf(" %*s", stag ? 26 : 17, b_mode->methods[hml[i]].name);
 	printf("\n%9s", "size");
 	for (int i = 0; i < 3; i++)
-		printf(" %8s %8s %8s", "/ceil", "/stag", "-ceil");
+		printf(" %8s%s %8s", "/ceil", stag ? "    /stag" : "", "-ceil");
 	printf("\n");
 	for (int s = 0; s < r->nsizes; s++) {
 		printf("%9s", b_size_str(r->sizes[s], sz, sizeof(sz)));
@@ -263,8 +301,9 @@ static void ratio_table(const struct b_results *r, int d)
 
 void b_report_tables(const struct b_results *r)
 {
-	for (int d = 0; d < NDIRS; d++) {
-		printf("== %s (%s) ==\n", b_dirs[d].title, b_dirs[d].name);
+	for (int d = 0; d < b_mode->ndirs; d++) {
+		printf("== %s (%s) ==\n", b_mode->dirs[d].title,
+		       b_mode->dirs[d].name);
 		latency_table(r, d);
 		printf("\n");
 		bandwidth_table(r, d);
@@ -304,8 +343,8 @@ static void csv_row(FILE *f, const struct b_results *r, int d, int s,
 {
 	size_t len = r->sizes[s];
 
-	fprintf(f, "%s,%s,%s,%zu,%s,", b_opt.prov, name, b_dirs[d].name, len,
-		status_name(p->status));
+	fprintf(f, "%s,%s,%s,%zu,%s,", b_opt.prov, name,
+		b_mode->dirs[d].name, len, status_name(p->status));
 	if (p->status == P_OK)
 		fprintf(f, "%zu,%d,%.4f,%.4f,%.4f,%.4f,%.6g,", p->lat.n,
 			p->capped, p->lat.median * 1e6, p->lat.p99 * 1e6,
@@ -334,16 +373,17 @@ int b_report_csv(const struct b_results *r, const char *path)
 	fprintf(f, "provider,method,direction,size,status,lat_ops,lat_capped,"
 		"lat_median_us,lat_p99_us,lat_min_us,lat_max_us,bw_Bps,"
 		"rate_window,rate_ops,rate_ops_per_s,rate_Bps,ceiling_of,note\n");
-	for (int d = 0; d < NDIRS; d++) {
+	for (int d = 0; d < b_mode->ndirs; d++) {
 		for (int s = 0; s < r->nsizes; s++) {
 			int pick = ceil_pick(r, d, s);
 
 			if (pick >= 0)
 				csv_row(f, r, d, s, "ceiling", &r->p[d][pick][s],
-					b_methods[pick].name);
+					b_mode->methods[pick].name);
 			for (int m = 0; m < NMETHODS; m++)
 				if (r->p[d][m][s].status != P_NONE)
-					csv_row(f, r, d, s, b_methods[m].name,
+					csv_row(f, r, d, s,
+						b_mode->methods[m].name,
 						&r->p[d][m][s], "");
 		}
 	}

@@ -1,7 +1,8 @@
 /*
- * Mode 1: check that hmemloop is on, probe the hmemloop methods in a
- * child, then time every method at every size and direction, interleaved
- * (direction, size, method) so that drift hits all methods alike.
+ * Mode 1 and --cross: check that hmemloop is on, probe the hmemloop
+ * methods in a child, then time every method of the mode at every size
+ * and direction, interleaved (direction, size, method) so that drift hits
+ * all methods alike.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -25,6 +26,10 @@
 #define PROBE_LEN (64 << 10)
 #define CHECK_LEN (1 << 20)
 #define PROBE_TIMEOUT_S 120
+/* What --cross answers where there is no second device. */
+#define EXIT_SKIP 77
+
+const struct b_mode *b_mode;
 
 static int find_shim(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -45,7 +50,7 @@ static void require_shim(struct b_results *r)
 	if (!on)
 		b_die("hmemloop is not enabled (HMEMLOOP_ENABLE is not 1).\n"
 		      "Run it through the wrapper: hmemloop hmemloop-bench ...\n"
-		      "or pass --no-shim to time only the ceiling and staging.");
+		      "or pass --no-shim to time only the %s.", b_mode->no_shim);
 	if (!dl_iterate_phdr(find_shim, NULL))
 		b_die("HMEMLOOP_ENABLE=1 but libhmemloop.so is not loaded: "
 		      "run it through the wrapper, hmemloop hmemloop-bench ...");
@@ -83,19 +88,22 @@ static void probe_child(int fd)
 		_exit(1);
 	}
 	for (int m = 0; m < NMETHODS; m++) {
-		const struct b_dir *d;
+		const struct b_dir *d, *end = b_mode->dirs + b_mode->ndirs;
 
-		if (!b_methods[m].hmemloop)
+		if (!b_mode->methods[m].hmemloop)
 			continue;
-		for (d = b_dirs; d < b_dirs + NDIRS; d++)
+		for (d = b_mode->dirs; d < end; d++)
 			if (b_validate(&c, m, d, PROBE_LEN))
 				break;
-		if (d < b_dirs + NDIRS)
-			dprintf(fd, "fail %s %s: %s\n", b_methods[m].name,
+		if (d < end)
+			dprintf(fd, "fail %s %s: %s\n", b_mode->methods[m].name,
 				d->name, b_errmsg);
 		else
-			dprintf(fd, "ok %s\n", b_methods[m].name);
+			dprintf(fd, "ok %s\n", b_mode->methods[m].name);
 	}
+	/* shm leaves an endpoint's region in /dev/shm unless it is closed,
+	 * and a later process with this PID then fails fi_enable (EBUSY). */
+	b_ctx_close(&c);
 	_exit(0);
 }
 
@@ -122,14 +130,14 @@ static void probe_line(struct b_results *r, char *line)
 		*rest++ = '\0';
 	if (!strcmp(line, "setup")) {
 		for (int m = 0; m < NMETHODS; m++)
-			if (b_methods[m].hmemloop)
+			if (b_mode->methods[m].hmemloop)
 				snprintf(r->why[m], sizeof(r->why[m]),
 					 "the probe could not start: %s %s",
 					 name, rest ? rest : "");
 		return;
 	}
 	for (int m = 0; m < NMETHODS; m++)
-		if (!strcmp(b_methods[m].name, name))
+		if (b_has(m) && !strcmp(b_mode->methods[m].name, name))
 			snprintf(r->why[m], sizeof(r->why[m]), "%s",
 				 !strcmp(line, "ok") ? "" :
 				 rest ? rest : "failed");
@@ -176,7 +184,7 @@ static void probe(struct b_results *r)
 	pid_t pid;
 
 	for (int m = 0; m < NMETHODS; m++)
-		if (b_methods[m].hmemloop)
+		if (b_mode->methods[m].hmemloop)
 			snprintf(r->why[m], sizeof(r->why[m]), "unprobed");
 	if (pipe(fd))
 		b_die("pipe: %s", strerror(errno));
@@ -214,16 +222,22 @@ static void check_methods(struct b_ctx *c, struct b_results *r)
 	char note[320];
 
 	for (int m = 0; m < NMETHODS; m++) {
-		for (int d = 0; d < NDIRS; d++) {
-			if (b_methods[m].hmemloop && !r->shim) {
+		const struct b_method *mt = &b_mode->methods[m];
+
+		if (!b_has(m))
+			continue;
+		for (int d = 0; d < b_mode->ndirs; d++) {
+			const struct b_dir *dir = &b_mode->dirs[d];
+
+			if (mt->hmemloop && !r->shim) {
 				mark(r, d, m, 0, P_NONE, "");
 			} else if (r->why[m][0]) {
 				mark(r, d, m, 0, P_UNAVAIL, r->why[m]);
-			} else if (b_validate(c, m, &b_dirs[d], len)) {
+			} else if (b_validate(c, m, dir, len)) {
 				snprintf(note, sizeof(note), "check failed: %s",
 					 b_errmsg);
-				fprintf(stderr, "%s %s: %s\n", b_methods[m].name,
-					b_dirs[d].name, note);
+				fprintf(stderr, "%s %s: %s\n", mt->name,
+					dir->name, note);
 				mark(r, d, m, 0, P_FAILED, note);
 			}
 		}
@@ -233,7 +247,7 @@ static void check_methods(struct b_ctx *c, struct b_results *r)
 static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 		   double *v, long want, double budget)
 {
-	const struct b_method *mt = &b_methods[m];
+	const struct b_method *mt = &b_mode->methods[m];
 	double end = b_now() + budget, t0, t1;
 	long i;
 
@@ -255,7 +269,7 @@ static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 static int rate_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 		    struct b_point *p)
 {
-	const struct b_method *mt = &b_methods[m];
+	const struct b_method *mt = &b_mode->methods[m];
 	long n = (b_opt.iters + B_WINDOW - 1) / B_WINDOW * B_WINDOW;
 	double t0;
 
@@ -291,7 +305,7 @@ static int measure(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 		return -1;
 	b_stats(v, n, &p->lat);
 	p->capped = n < b_opt.iters;
-	if (rate_ops(c, m, d, len, p))
+	if (rate_ops(c, m, d, len, p) || b_ctx_home(c))
 		return -1;
 	p->status = P_OK;
 	return 0;
@@ -303,7 +317,8 @@ static void skip_big(const struct b_ctx *c, struct b_results *r, int d,
 	size_t max = c->fab.info->ep_attr->max_msg_size;
 
 	/* Staging's host write goes through the provider. */
-	if (r->sizes[s] > max && r->p[d][M_STAGING][s].status == P_NONE)
+	if (b_has(M_STAGING) && r->sizes[s] > max &&
+	    r->p[d][M_STAGING][s].status == P_NONE)
 		mark(r, d, M_STAGING, s, P_SKIPPED,
 		     "larger than the provider's max_msg_size");
 }
@@ -315,24 +330,27 @@ static void measure_all(struct b_ctx *c, struct b_results *r)
 
 	if (!v)
 		b_die("out of memory");
-	for (int d = 0; d < NDIRS; d++) {
+	for (int d = 0; d < b_mode->ndirs; d++) {
+		const struct b_dir *dir = &b_mode->dirs[d];
+
 		for (int s = 0; s < r->nsizes; s++) {
 			skip_big(c, r, d, s);
 			b_size_str(r->sizes[s], sz, sizeof(sz));
 			if (isatty(2))
-				fprintf(stderr, "\r%s %-10s", b_dirs[d].name, sz);
+				fprintf(stderr, "\r%s %-10s", dir->name, sz);
 			for (int m = 0; m < NMETHODS; m++) {
+				const struct b_method *mt = &b_mode->methods[m];
 				struct b_point *p = &r->p[d][m][s];
 
-				if (p->status != P_NONE ||
-				    (b_methods[m].hmemloop && !r->shim))
+				if (!b_has(m) || p->status != P_NONE ||
+				    (mt->hmemloop && !r->shim))
 					continue;
-				if (!measure(c, m, &b_dirs[d], r->sizes[s], p, v))
+				if (!measure(c, m, dir, r->sizes[s], p, v))
 					continue;
 				snprintf(note, sizeof(note), "failed at %s: %s",
 					 sz, b_errmsg);
-				fprintf(stderr, "%s %s: %s\n", b_methods[m].name,
-					b_dirs[d].name, note);
+				fprintf(stderr, "%s %s: %s\n", mt->name,
+					dir->name, note);
 				mark(r, d, m, s, P_FAILED, note);
 			}
 		}
@@ -342,19 +360,33 @@ static void measure_all(struct b_ctx *c, struct b_results *r)
 	free(v);
 }
 
+/* --cross where the process sees one device: no error, nothing to time. */
+static void skip_run(void)
+{
+	fflush(stdout);
+	fprintf(stderr, "hmemloop-bench: --cross needs %d CUDA devices; this "
+		"process sees %d: skipped\n", b_mode->gpus, b_cuda_count());
+	exit(EXIT_SKIP);
+}
+
 int b_device_main(void)
 {
 	static struct b_results r;
 	struct b_ctx c;
 	char why[256];
 
+	b_mode = b_opt.cross ? &b_mode_cross : &b_mode_same;
 	require_shim(&r);
 	make_sizes(&r);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (r.shim)
 		probe(&r);
-	if (b_cuda_open(why, sizeof(why)))
+	/* No device at all is a reason to skip --cross, not an error. */
+	if (b_cuda_open(why, sizeof(why)) &&
+	    (b_mode->gpus == 1 || b_cuda_count()))
 		b_die("CUDA driver: %s", why);
+	if (b_cuda_count() < b_mode->gpus)
+		skip_run();
 	if (b_ctx_open(&c, b_opt.max_size, why, sizeof(why)))
 		b_die("%s", why);
 	b_report_header(&c, &r);
