@@ -4,12 +4,15 @@
  * without; every thread's current context as it was before; and no context
  * made on a device none of an operation's buffers is on.
  *
- * The buffers live on devices 1 and 2; device 0, which a careless shim
- * would use by default, holds none. On the CUDA driver double the program
- * runs itself again with CUDA_DOUBLE_DEVICES=3; on real GPUs it needs
- * three, and says so when there are fewer.
+ * Device 0, which a careless shim would use by default, must stay
+ * untouched while no buffer is on it. With three devices the buffers live
+ * on devices 1 and 2 throughout. With two, a first round has both buffers
+ * on device 1 and device 0 untouched, and a second moves bytes between
+ * devices 0 and 1. On the CUDA driver double the program runs itself again
+ * with CUDA_DOUBLE_DEVICES=2, then 3: both plans.
  */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +22,17 @@
 
 #define LEN (256 * 1024)
 #define THREADS 16
-#define DEVS 3
 
+/* A round: two buffers, slots 0 and 1, on devices dev[0] and dev[1]. */
 struct fx {
 	struct t_fabric f;
 	struct t_ep a, b;		/* a initiates, b is the target */
 	fi_addr_t ab;
-	CUcontext ctx[DEVS];		/* primary contexts of devices 1, 2 */
-	void *buf[DEVS];		/* a buffer on devices 1 and 2 */
-	struct t_mr mr[DEVS];
+	int dev[2];
+	bool idle0;			/* device 0 holds no buffer: check it */
+	CUcontext ctx[2];		/* the devices' primary contexts */
+	void *buf[2];
+	struct t_mr mr[2];
 	char *host, *back;
 };
 
@@ -87,24 +92,38 @@ static void dev0_untouched(const char *what)
 		 "context was made on a device no buffer is on", what);
 }
 
-static void setup(void)
+static void setup(int dev_a, int dev_b)
 {
-	t_cu(cuInit(0));
-	for (int i = 1; i < DEVS; i++) {
-		t_cu(cuDevicePrimaryCtxRetain(&fx.ctx[i], dev(i)));
+	fx.dev[0] = dev_a;
+	fx.dev[1] = dev_b;
+	fx.idle0 = dev_a && dev_b;
+	for (int i = 0; i < 2; i++) {
+		t_cu(cuDevicePrimaryCtxRetain(&fx.ctx[i], dev(fx.dev[i])));
 		t_cu(cuCtxSetCurrent(fx.ctx[i]));
 		fx.buf[i] = t_dev_alloc(LEN);
 	}
 	t_cu(cuCtxSetCurrent(NULL));
-	fx.host = malloc(LEN);
-	fx.back = malloc(LEN);
 	t_open(&fx.f, NULL);
 	t_ep_open(&fx.a, &fx.f, NULL);
 	t_ep_open(&fx.b, &fx.f, NULL);
 	fx.ab = t_insert(&fx.a, fx.b.name);
-	for (int i = 1; i < DEVS; i++)
+	for (int i = 0; i < 2; i++)
 		t_reg(&fx.f, fx.buf[i], LEN, FI_SEND | FI_RECV | FI_READ |
-		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, i, &fx.mr[i]);
+		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, i + 1,
+		      &fx.mr[i]);
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < 2; i++) {
+		t_fi(fi_close(&fx.mr[i].mr->fid));
+		t_cu(cuCtxSetCurrent(fx.ctx[i]));
+		t_dev_free(fx.buf[i]);
+	}
+	t_cu(cuCtxSetCurrent(NULL));
+	t_ep_close(&fx.a);
+	t_ep_close(&fx.b);
+	t_close(&fx.f);
 }
 
 /* Put and get device bytes in the buffer's own context, restoring the
@@ -134,7 +153,7 @@ static bool holds(int d, unsigned seed)
 enum op { WRITE, READ, SEND };
 static const char *const op_names[] = { "fi_write", "fi_read", "fi_send" };
 
-/* One operation moving device src's bytes to device dst, from the calling
+/* One operation moving slot src's bytes to slot dst, from the calling
  * thread, whose current context must be the same afterwards. */
 static void move(enum op op, int src, int dst, unsigned seed, const char *how)
 {
@@ -171,37 +190,48 @@ static void move(enum op op, int src, int dst, unsigned seed, const char *how)
 		t_expect(fx.b.cq, &rctx, FI_RECV, LEN);
 	t_cu(cuCtxGetCurrent(&after));
 	t_assert(after == before, "%s device %d to device %d, %s: the "
-		 "thread's context changed from %p to %p", op_names[op], src,
-		 dst, how, (void *) before, (void *) after);
+		 "thread's context changed from %p to %p", op_names[op],
+		 fx.dev[src], fx.dev[dst], how, (void *) before,
+		 (void *) after);
 	t_assert(holds(dst, seed), "%s device %d to device %d, %s: wrong "
-		 "bytes", op_names[op], src, dst, how);
-	dev0_untouched(how);
+		 "bytes", op_names[op], fx.dev[src], fx.dev[dst], how);
+	if (fx.idle0)
+		dev0_untouched(how);
 }
 
 static void every_op(const char *how, unsigned seed)
 {
 	for (enum op op = WRITE; op <= SEND; op++) {
-		move(op, 1, 2, seed + 10 * op, how);
-		move(op, 2, 1, seed + 10 * op + 5, how);
+		move(op, 0, 1, seed + 10 * op, how);
+		move(op, 1, 0, seed + 10 * op + 5, how);
 	}
-	t_ok("fi_write, fi_read, fi_send between devices 1 and 2, both ways, "
-	     "%s", how);
+	if (fx.dev[0] == fx.dev[1])
+		t_ok("fi_write, fi_read, fi_send between two buffers on "
+		     "device %d, %s", fx.dev[0], how);
+	else
+		t_ok("fi_write, fi_read, fi_send between devices %d and %d, "
+		     "both ways, %s", fx.dev[0], fx.dev[1], how);
 }
 
-/* From a thread with no context, or with each device's context current,
- * or a context of its own. */
+/* From a thread with no context, or with each buffer's device's context
+ * current, or a context of its own. */
 static void *from_thread(void *arg)
 {
 	unsigned seed = (unsigned) (uintptr_t) arg;
+	char how[80];
 	CUcontext own;
 
 	every_op("a thread with no current context", seed);
-	t_cu(cuCtxSetCurrent(fx.ctx[1]));
-	every_op("a thread with device 1's context current", seed + 100);
-	t_cu(cuCtxSetCurrent(fx.ctx[2]));
-	every_op("a thread with device 2's context current", seed + 200);
-	t_cu(cuCtxCreate(&own, NULL, 0, dev(2)));
-	every_op("a thread with a context it created on device 2", seed + 300);
+	for (int i = 0; i < (fx.dev[0] == fx.dev[1] ? 1 : 2); i++) {
+		snprintf(how, sizeof(how), "a thread with device %d's context "
+			 "current", fx.dev[i]);
+		t_cu(cuCtxSetCurrent(fx.ctx[i]));
+		every_op(how, seed + 100 * (i + 1));
+	}
+	snprintf(how, sizeof(how), "a thread with a context it created on "
+		 "device %d", fx.dev[1]);
+	t_cu(cuCtxCreate(&own, NULL, 0, dev(fx.dev[1])));
+	every_op(how, seed + 300);
 	t_cu(cuCtxDestroy(own));
 	t_cu(cuCtxSetCurrent(NULL));
 	return NULL;
@@ -225,7 +255,7 @@ static void *burst(void *arg)
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 	pthread_mutex_lock(&lock);
-	move(seed % 3, 1 + seed % 2, 2 - seed % 2, seed, "a fresh thread");
+	move(seed % 3, seed % 2, 1 - seed % 2, seed, "a fresh thread");
 	pthread_mutex_unlock(&lock);
 	return NULL;
 }
@@ -245,17 +275,62 @@ static void fresh_threads(void)
 
 static void peer_access(bool on)
 {
-	for (int i = 1; i < DEVS; i++) {
+	for (int i = 0; i < 2; i++) {
 		CUresult r;
 
 		t_cu(cuCtxSetCurrent(fx.ctx[i]));
-		r = on ? cuCtxEnablePeerAccess(fx.ctx[3 - i], 0) :
-			 cuCtxDisablePeerAccess(fx.ctx[3 - i]);
+		r = on ? cuCtxEnablePeerAccess(fx.ctx[1 - i], 0) :
+			 cuCtxDisablePeerAccess(fx.ctx[1 - i]);
 		if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED &&
 		    r != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
 			t_cu(r);
 	}
 	t_cu(cuCtxSetCurrent(NULL));
+}
+
+/* Every operation, from every kind of thread; between two devices, with
+ * peer access off and on. */
+static void round_of(int dev_a, int dev_b, unsigned seed)
+{
+	static const char *const hows[] = {
+		"peer access off, main thread with no context",
+		"peer access on, main thread with no context",
+	};
+
+	setup(dev_a, dev_b);
+	if (dev_a == dev_b) {
+		every_op("main thread with no context", seed);
+		run_thread(seed + 1000);
+	}
+	for (int on = 0; dev_a != dev_b && on < 2; on++) {
+		peer_access(on);
+		every_op(hows[on], seed + 2000 * on);
+		run_thread(seed + 2000 * on + 1000);
+	}
+	fresh_threads();
+	teardown();
+}
+
+/* On the double: the two-device plan in a child, then the three-device
+ * one in this process. */
+static void on_double(char **argv)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	if (!pid) {
+		setenv("CUDA_DOUBLE_DEVICES", "2", 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	t_assert(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		 !WEXITSTATUS(st), "the run on two devices failed");
+	setenv("CUDA_DOUBLE_DEVICES", "3", 1);
+	execv("/proc/self/exe", argv);
+	t_fail("execv: cannot run myself again");
 }
 
 int main(int argc, char **argv)
@@ -265,37 +340,26 @@ int main(int argc, char **argv)
 
 	t_init(argc, argv, NULL);
 	t_cu(cuInit(0));
-	if (is_double() && !getenv("CUDA_DOUBLE_DEVICES")) {
-		setenv("CUDA_DOUBLE_DEVICES", "3", 1);
-		fflush(stdout);
-		execv("/proc/self/exe", argv);
-		t_fail("execv: cannot run myself again");
-	}
+	if (is_double() && !getenv("CUDA_DOUBLE_DEVICES"))
+		on_double(argv);
 	t_cu(cuDeviceGetCount(&n));
-	if (n < DEVS)
-		t_skip("%d CUDA device(s): this test needs %d (buffers on two, "
-		       "and one that must stay untouched)", n, DEVS);
+	if (n < 2)
+		t_skip("%d CUDA device(s): this test needs 2 or more", n);
+	fx.host = malloc(LEN);
+	fx.back = malloc(LEN);
 	dev0_untouched("before anything");
 	used_before = used_dev0();
 
-	setup();
-	peer_access(false);
-	every_op("peer access off, main thread with no context", 1);
-	run_thread(2000);
-	peer_access(true);
-	every_op("peer access on, main thread with no context", 3000);
-	run_thread(4000);
-	fresh_threads();
-
+	/* Device 0 holds no buffer: it must stay as it was. */
+	round_of(1, n > 2 ? 2 : 1, 1);
 	used_after = used_dev0();
 	t_assert(used_after == used_before, "device 0 uses %zu bytes after "
 		 "the transfers, %zu before", used_after, used_before);
 	t_ok("device 0 untouched: no primary context, %zu bytes used before "
 	     "and after", used_after);
-	for (int i = 1; i < DEVS; i++)
-		t_fi(fi_close(&fx.mr[i].mr->fid));
-	t_ep_close(&fx.a);
-	t_ep_close(&fx.b);
-	t_close(&fx.f);
+
+	/* With two devices, the round between them comes last. */
+	if (n == 2)
+		round_of(0, 1, 10000);
 	return 0;
 }
