@@ -119,7 +119,7 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
 /* cq.c and completion.c */
-#define HML_CQ_RXQS 8
+#define HML_CQ_RXQS 64
 struct hml_rxq;
 
 struct hml_cqe {
@@ -197,7 +197,9 @@ struct hml_av {
 	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
 	struct name **names;		/* what was inserted, by fi_addr */
-	size_t naddrs;			/* inserted, less removed */
+	size_t naddrs;			/* at most this many in it */
+	size_t nslots;			/* table indices it may have handed
+					 * out are below this */
 	unsigned int remote_gen;	/* atomic: all its addresses are other
 					 * processes' as of this hml_self_gen
 					 * (0: not known) */

@@ -65,6 +65,9 @@ struct hml_rxq {
 	uint64_t owner_rx_cq_flags;	/* FI_SELECTIVE_COMPLETION? */
 	size_t min_multi_recv;
 	bool no_cancel;
+	bool pass;			/* atomic: a CQ it completes on could
+					 * not be watched: messages to it
+					 * pass through */
 	struct hml_rx posted[2];	/* list heads, by HML_(UN)TAGGED */
 	struct hml_rx **by_ctx;
 	struct hml_unexp *unexp[2];	/* messages waiting, oldest first */
@@ -87,9 +90,10 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged);
 void hml_rx_unstage(struct hml_unexp *u);
 void hml_rx_orphans(struct hml_cq *cq);
+void hml_rx_drop_target(struct hml_ep *t);
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 
-void hml_cq_watch(struct hml_cq *cq, struct hml_rxq *q);
+bool hml_cq_watch(struct hml_cq *cq, struct hml_rxq *q);
 void hml_cq_unwatch(struct hml_cq *cq, struct hml_rxq *q);
 void hml_cq_pump(struct hml_cq *cq);
 

@@ -10,16 +10,17 @@ static struct hml_av *av_of(struct fid_av *av)
 	return container_of(av->ops, struct hml_av, ops.ops);
 }
 
-/* ret of count addresses went in (addr: their bytes, where known). */
+/* ret of count addresses went in (addr: their bytes, where known). An
+ * asynchronous insert (FI_EVENT) returns 0 and fills fi_addr later, and a
+ * failed one may have inserted some: then fi_addr is not to be read. */
 static int inserted(struct hml_av *a, int ret, const void *addr, size_t count,
 		    const fi_addr_t *fi_addr)
 {
-	if (ret > 0) {
-		bool was_empty = !a->naddrs;
+	bool was_empty = !a->naddrs;
 
-		a->naddrs += ret;
-		hml_av_inserted(a, addr, count, fi_addr, was_empty);
-	}
+	a->naddrs += ret > 0 ? (size_t) ret : count;
+	a->nslots += count;
+	hml_av_inserted(a, addr, count, ret > 0 ? fi_addr : NULL, was_empty);
 	hml_av_changed(a);
 	return ret;
 }

@@ -421,36 +421,37 @@ bool hml_cq_busy(struct fid *fid)
 	return h && pending(container_of(h, struct hml_cq, h));
 }
 
-/* From now on the receives of q complete here: read through the shim. */
-void hml_cq_watch(struct hml_cq *c, struct hml_rxq *q)
+/* From now on the receives of q complete here: read through the shim. Each
+ * side lists the other. False when either list is full. */
+bool hml_cq_watch(struct hml_cq *c, struct hml_rxq *q)
 {
-	bool added = false;
+	bool ok = true;
+	int i;
 
 	pthread_mutex_lock(&c->pump_lock);
-	for (int i = 0; i < c->nrxqs; i++)
-		if (c->rxqs[i] == q)
-			goto out;
-	if (c->nrxqs == HML_CQ_RXQS) {
-		hml_warn("CQ %p serves more than %d tracked receive queues: "
-			 "messages to the rest pass through", c->cq,
-			 HML_CQ_RXQS);
+	pthread_mutex_lock(&q->lock);
+	for (i = 0; i < c->nrxqs && c->rxqs[i] != q; i++)
+		;
+	if (i < c->nrxqs)
+		goto out;
+	if (c->nrxqs == HML_CQ_RXQS || q->ncqs == HML_CQ_RXQS) {
+		ok = false;
 		goto out;
 	}
+	q->cqs[q->ncqs++] = c;
 	c->rxqs[c->nrxqs] = q;
 	__atomic_store_n(&c->nrxqs, c->nrxqs + 1, __ATOMIC_RELEASE);
-	added = true;
 out:
+	pthread_mutex_unlock(&q->lock);
 	pthread_mutex_unlock(&c->pump_lock);
-	if (added) {
-		pthread_mutex_lock(&q->lock);
-		q->cqs[q->ncqs++] = c;
-		pthread_mutex_unlock(&q->lock);
-	}
+	return ok;
 }
 
+/* One of the two is closing: neither lists the other any more. */
 void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
 {
 	pthread_mutex_lock(&c->pump_lock);
+	pthread_mutex_lock(&q->lock);
 	for (int i = 0; i < c->nrxqs; i++) {
 		if (c->rxqs[i] == q) {
 			c->rxqs[i] = c->rxqs[c->nrxqs - 1];
@@ -459,6 +460,13 @@ void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
 			break;
 		}
 	}
+	for (int i = 0; i < q->ncqs; i++) {
+		if (q->cqs[i] == c) {
+			q->cqs[i] = q->cqs[--q->ncqs];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
 	pthread_mutex_unlock(&c->pump_lock);
 }
 
@@ -466,6 +474,9 @@ static void release(struct hml_fid *h)
 {
 	struct hml_cq *cq = container_of(h, struct hml_cq, h);
 
+	/* A shared receive context outlives the CQs of its endpoints. */
+	while (cq->nrxqs)
+		hml_cq_unwatch(cq, cq->rxqs[0]);
 	/* fi_cq(3): completions left in a closed CQ are lost. */
 	while (cq->count) {
 		free(cq->ring[cq->head].err_data);

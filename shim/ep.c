@@ -264,6 +264,7 @@ static void release(struct hml_fid *h)
 	struct hml_ep *e = container_of(h, struct hml_ep, h);
 
 	hml_self_remove(e);
+	hml_rx_drop_target(e);
 	if (e->sep && e->sep->rx_ctx && e->index >= 0 &&
 	    e->sep->rx_ctx[e->index] == e)
 		e->sep->rx_ctx[e->index] = NULL;

@@ -122,6 +122,11 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
 
 	if (ret) {
 		pthread_mutex_lock(&q->lock);
+		/* Refused because the provider has just completed it. */
+		if (r->state == HML_RX_DONE) {
+			pthread_mutex_unlock(&q->lock);
+			return LOST;
+		}
 		r->state = HML_RX_POSTED;
 		if (ret == -FI_ENOSYS)
 			q->no_cancel = true;
@@ -194,7 +199,10 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 	bool busy;
 	int err;
 
-	if (!q || q->no_cancel || e->base->cuda_forbidden)
+	/* The receiver's calls deliver what waits for it: neither side may
+	 * be one that forbade CUDA calls. */
+	if (!q || q->no_cancel || e->base->cuda_forbidden ||
+	    t->base->cuda_forbidden)
 		return HML_PASS;
 	err = hml_side_local(&src, e->domain, m->msg_iov, m->desc,
 			     m->iov_count);

@@ -14,6 +14,8 @@
 #include "hml_msg.h"
 
 #define BUCKETS 1024
+#define NOT_RECV (FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | \
+		  FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -32,9 +34,17 @@ static struct hml_ep *hml_rx_owner(struct hml_ep *e)
 	return e->base->srx ? e->base->srx : e->base;
 }
 
-struct hml_rxq *hml_rxq_of(struct hml_ep *e)
+static struct hml_rxq *rxq_any(struct hml_ep *e)
 {
 	return __atomic_load_n(&hml_rx_owner(e)->rxq, __ATOMIC_ACQUIRE);
+}
+
+/* The queue of e's receives; NULL while messages to e pass through. */
+struct hml_rxq *hml_rxq_of(struct hml_ep *e)
+{
+	struct hml_rxq *q = rxq_any(e);
+
+	return q && !__atomic_load_n(&q->pass, __ATOMIC_RELAXED) ? q : NULL;
 }
 
 static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
@@ -288,6 +298,8 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
  * it goes to what waits for it, or back to the provider. */
 void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
 {
+	void *context = r->context;
+
 	pthread_mutex_lock(&q->lock);
 	r->abandoned = false;
 	if (!take_waiting(q, r)) {
@@ -298,7 +310,7 @@ void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
 	if (post_locked(q, r))
 		hml_warn("a receive (context %p) taken back from the provider "
 			 "could not be given back: it will not complete",
-			 r->context);
+			 context);
 }
 
 void hml_rx_orphans(struct hml_cq *cq)
@@ -477,10 +489,12 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	for (r = *bucket(q, e->op_context); r; r = r->hnext)
 		if (r->context == e->op_context)
 			break;
-	/* Without a context only the flags tell a receive's entry from,
-	 * say, remote CQ data of an RMA write (a CQ of format CONTEXT has
-	 * none: such a receive stays recorded). */
-	if (!r || (r->no_context && (e->flags & (FI_RECV | FI_RMA)) != FI_RECV))
+	/* Contexts need not be unique: an entry whose flags say it is a
+	 * send's or an RMA's is not the receive's. Without a context only a
+	 * receive's own flags will do (a CQ of format CONTEXT has none:
+	 * such a receive stays recorded). */
+	if (!r || (e->flags & NOT_RECV) ||
+	    (r->no_context && !(e->flags & FI_RECV)))
 		return true;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
 		hml_rx_unlink(q, r);
@@ -554,7 +568,7 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 void hml_rx_track(struct hml_ep *t)
 {
 	struct hml_ep *o = hml_rx_owner(t);
-	struct hml_rxq *q = hml_rxq_of(t), *n;
+	struct hml_rxq *q = rxq_any(t), *n;
 
 	if (!q) {
 		n = rxq_new(o, t);
@@ -574,8 +588,44 @@ void hml_rx_track(struct hml_ep *t)
 			hml_rxq_free(n);
 		}
 	}
-	if (t->base->rx_cq)
-		hml_cq_watch(t->base->rx_cq, q);
+	/* A completion the shim does not see would leave a receive it
+	 * could take back after the provider filled it. */
+	if (t->base->rx_cq && !hml_cq_watch(t->base->rx_cq, q) &&
+	    !__atomic_exchange_n(&q->pass, true, __ATOMIC_RELAXED))
+		hml_warn("endpoint %p: its CQ serves %d tracked endpoints, or "
+			 "its shared receive context %d CQs: same-process "
+			 "messages to it pass through", t->ep, HML_CQ_RXQS,
+			 HML_CQ_RXQS);
+}
+
+/* t is closing: messages sent to it that wait in its shared receive
+ * context are lost (fi_endpoint(3)). */
+void hml_rx_drop_target(struct hml_ep *t)
+{
+	struct hml_rxq *q = t->base->srx ? rxq_any(t) : NULL;
+	struct hml_unexp **p, *u, *gone = NULL;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	for (int i = 0; i < 2; i++) {
+		q->unexp_tail[i] = &q->unexp[i];
+		for (p = &q->unexp[i]; (u = *p);) {
+			if (u->target == t) {
+				*p = u->next;
+				u->next = gone;
+				gone = u;
+			} else {
+				q->unexp_tail[i] = &u->next;
+				p = &u->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	while ((u = gone)) {
+		gone = u->next;
+		hml_rx_unstage(u);
+	}
 }
 
 void hml_rxq_free(struct hml_rxq *q)
@@ -585,8 +635,8 @@ void hml_rxq_free(struct hml_rxq *q)
 
 	if (!q)
 		return;
-	for (int i = 0; i < q->ncqs; i++)
-		hml_cq_unwatch(q->cqs[i], q);
+	while (q->ncqs)
+		hml_cq_unwatch(q->cqs[0], q);
 	for (int i = 0; i < 2; i++) {
 		while ((r = q->posted[i].next) != &q->posted[i]) {
 			hml_rx_unlink(q, r);

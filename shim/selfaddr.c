@@ -333,6 +333,34 @@ static void keep_names(struct hml_av *av, const void *addr, size_t count,
 	pthread_mutex_unlock(&av->lock);
 }
 
+/* Inserted with no fi_addr values to read: this process's endpoints are
+ * found by their names, and their fi_addr by asking the AV about every
+ * index it may have handed out. */
+static void by_name(struct hml_av *av, const void *addr, size_t count)
+{
+	const char *p = addr;
+	struct hml_ep *ep;
+	size_t size;
+
+	for (size_t i = 0; p && i < count; i++, p += size) {
+		/* String addresses follow each other, each ended by a NUL. */
+		size = av->addr_format == FI_ADDR_STR ? strlen(p) + 1 :
+		       addr_size(av->addr_format);
+		if (!size)
+			return;
+		ep = self_find(p, size, av->addr_format);
+		if (!ep)
+			continue;
+		hml_rx_track(ep);
+		for (fi_addr_t a = 0; a < av->nslots; a++) {
+			if (resolve(av, a) == ep) {
+				add_local(av, a, ep);
+				break;
+			}
+		}
+	}
+}
+
 /* Addresses of this process as they are inserted: their endpoints start
  * recording receives now, before the application posts any for them. */
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
@@ -343,6 +371,8 @@ void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 		      __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE) == gen);
 	struct hml_ep *ep;
 
+	if (!fi_addr)
+		by_name(av, addr, count);
 	for (size_t i = 0; fi_addr && i < count; i++) {
 		if (fi_addr[i] == FI_ADDR_NOTAVAIL)
 			continue;
