@@ -147,11 +147,11 @@ static char **child_env(int cfg, const char *lib)
 		    strncmp(environ[i], "HMEMLOOP_ENABLE=", 16))
 			env[n++] = environ[i];
 	other_preloads(others, sizeof(others));
-	if (cfg == CFG_BARE)
-		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", others);
-	else
-		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s%s%s", lib,
-			 others[0] ? " " : "", others);
+	if ((size_t) snprintf(pre, sizeof(pre), "LD_PRELOAD=%s%s%s",
+			     cfg == CFG_BARE ? "" : lib,
+			     cfg != CFG_BARE && others[0] ? " " : "",
+			     others) >= sizeof(pre))
+		b_die("LD_PRELOAD is too long");
 	if (strcmp(pre, "LD_PRELOAD="))
 		env[n++] = strdup(pre);
 	if (cfg == CFG_ENABLED)
