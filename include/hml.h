@@ -244,6 +244,7 @@ struct hml_ep {
 
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
+	size_t inject_size;
 	uint32_t addr_format;
 	bool addressable;		/* reached through address vectors */
 	bool cuda_forbidden;
@@ -317,6 +318,8 @@ struct hml_mr {
 	struct hml_mem mem;		/* valid once memtype is */
 	struct hml_mr *key_next, *desc_next;
 	bool mapped;
+	int refs;			/* atomic: the open region's, and one
+					 * per operation using it */
 	uint64_t len;
 	size_t iov_count;
 	struct iovec iov[];
@@ -324,6 +327,7 @@ struct hml_mr {
 
 void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
 		 const struct fi_mr_attr *attr, uint64_t flags);
+void hml_mr_put(struct hml_mr *mr);
 int hml_mrmap_init(struct hml_mrmap *m);
 void hml_mrmap_fini(struct hml_mrmap *m);
 void hml_mrmap_add(struct hml_mrmap *m, struct hml_mr *mr);
@@ -354,6 +358,9 @@ int hml_side_local(struct hml_side *s, struct hml_domain *d,
 int hml_side_target(struct hml_side *s, struct hml_ep *t,
 		    const struct fi_rma_iov *riov, size_t count,
 		    uint64_t access, struct hml_mr **mrs);
+void hml_side_put(struct hml_mr **mrs, size_t count);
+ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
+			 const struct hml_side *s);
 int hml_move(const struct hml_side *dst, const struct hml_side *src,
 	     size_t len);
 const struct hml_mem *hml_side_device(const struct hml_side *s);

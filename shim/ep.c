@@ -117,8 +117,10 @@ static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 	if (!ret) {
 		struct hml_ep *t = wrap(s->domain, *tx, NULL, s, NULL);
 
-		if (t && attr)
+		if (t && attr) {
 			t->tx_op_flags = attr->op_flags;
+			t->inject_size = attr->inject_size;
+		}
 	}
 	return ret;
 }
@@ -280,8 +282,10 @@ static void set_info(struct hml_ep *e, const struct fi_info *info)
 {
 	e->caps = info->caps;
 	e->addr_format = info->addr_format;
-	if (info->tx_attr)
+	if (info->tx_attr) {
 		e->tx_op_flags = info->tx_attr->op_flags;
+		e->inject_size = info->tx_attr->inject_size;
+	}
 	if (info->rx_attr)
 		e->rx_op_flags = info->rx_attr->op_flags;
 	/* Only connectionless endpoints are reached through an address
@@ -319,10 +323,12 @@ static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
 		e->caps = base->caps;
 		e->tx_op_flags = base->tx_op_flags;
 		e->rx_op_flags = base->rx_op_flags;
+		e->inject_size = base->inject_size;
 	} else if (sep) {
 		e->caps = sep->caps;
 		e->tx_op_flags = sep->tx_op_flags;
 		e->rx_op_flags = sep->rx_op_flags;
+		e->inject_size = sep->inject_size;
 	} else if (info) {
 		set_info(e, info);
 	}

@@ -64,7 +64,13 @@ static void release(struct hml_fid *h)
 	struct hml_mr *m = container_of(h, struct hml_mr, h);
 
 	hml_mrmap_del(&m->domain->mrs, m);
-	free(m);
+	hml_mr_put(m);
+}
+
+void hml_mr_put(struct hml_mr *mr)
+{
+	if (mr && !__atomic_sub_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL))
+		free(mr);
 }
 
 void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
@@ -78,6 +84,7 @@ void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
 		hml_warn("out of memory: memory region %p passes through", mr);
 		return;
 	}
+	m->refs = 1;
 	m->mr = mr;
 	m->domain = d;
 	m->access = attr->access;

@@ -117,6 +117,15 @@ void hml_mrmap_del(struct hml_mrmap *m, struct hml_mr *mr)
 	pthread_rwlock_unlock(&m->lock);
 }
 
+/* Both lookups hold the region for the caller, who puts it (hml_mr_put):
+ * another thread may close it meanwhile. */
+static struct hml_mr *hold(struct hml_mr *mr)
+{
+	if (mr)
+		__atomic_add_fetch(&mr->refs, 1, __ATOMIC_RELAXED);
+	return mr;
+}
+
 /* Under FI_MR_ENDPOINT a key names a region of one endpoint only. */
 struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep)
@@ -127,6 +136,7 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 	for (mr = m->by_key[slot(key, m->nbuckets)]; mr; mr = mr->key_next)
 		if (mr->key == key && (!mr->ep || mr->ep == ep))
 			break;
+	hold(mr);
 	pthread_rwlock_unlock(&m->lock);
 	return mr;
 }
@@ -140,6 +150,7 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc)
 	     mr = mr->desc_next)
 		if (mr->desc == desc)
 			break;
+	hold(mr);
 	pthread_rwlock_unlock(&m->lock);
 	return mr;
 }

@@ -197,6 +197,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 	struct hml_side src;
 	struct hml_rx *r;
 	bool busy;
+	ssize_t ret;
 	int err;
 
 	/* The receiver's calls deliver what waits for it: neither side may
@@ -208,6 +209,8 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			     m->iov_count);
 	if (err == -FI_E2BIG)
 		return HML_PASS;
+	if (!err && (ret = hml_inject_check(e, inject, flags, &src)))
+		return ret;
 	in.src = source(e, t);
 	while (!err) {
 		pthread_mutex_lock(&q->lock);

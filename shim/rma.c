@@ -78,6 +78,7 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 		.src_addr = FI_ADDR_NOTAVAIL,
 	};
 	int err, terr;
+	ssize_t ret;
 
 	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
 		return HML_PASS;
@@ -89,8 +90,16 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	/* Host memory on both sides the provider moves correctly; a target
 	 * it cannot classify (no such key) it must judge itself. */
 	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
-	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL))
+	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL)) {
+		if (!terr)
+			hml_side_put(mrs, msg->rma_iov_count);
 		return HML_PASS;
+	}
+	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine))) {
+		if (!terr)
+			hml_side_put(mrs, msg->rma_iov_count);
+		return ret;
+	}
 
 	c.err = err ? -err : -terr;
 	if (!c.err && mine.len != theirs.len)
@@ -104,6 +113,8 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 		c.len = mine.len;
 		complete_target(t, msg, flags, mrs, c.len, kind);
 	}
+	if (!terr)
+		hml_side_put(mrs, msg->rma_iov_count);
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
 	return 0;

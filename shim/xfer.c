@@ -73,9 +73,9 @@ int hml_side_local(struct hml_side *s, struct hml_domain *d,
 		struct hml_mr *mr = desc && desc[i] ?
 				    hml_mrmap_desc(&d->mrs, desc[i]) : NULL;
 
-		if (!iov[i].iov_len)
-			continue;
-		ret = add(s, iov[i].iov_base, iov[i].iov_len, mr);
+		ret = iov[i].iov_len ?
+		      add(s, iov[i].iov_base, iov[i].iov_len, mr) : 0;
+		hml_mr_put(mr);
 		if (ret)
 			return ret;
 	}
@@ -115,38 +115,63 @@ static int add_range(struct hml_side *s, struct hml_mr *mr, uint64_t addr,
 	return len ? -FI_EACCES : 0;
 }
 
-/* The target's buffers, by key, in the target's domain (or endpoint). */
+/* An inject over the endpoint's inject_size: 0 when it is not. The
+ * provider refuses one of host memory by its size alone (HML_PASS); one of
+ * device memory it must not see, and the shim refuses it (-FI_EINVAL). */
+ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
+			 const struct hml_side *s)
+{
+	if (!(inject || (flags & FI_INJECT)) || s->len <= e->inject_size)
+		return 0;
+	if (!s->device)
+		return HML_PASS;
+	hml_warn_once("an inject of %zu bytes of device memory is over the "
+		      "endpoint's inject_size (%zu): -FI_EINVAL", s->len,
+		      e->inject_size);
+	return -FI_EINVAL;
+}
+
+void hml_side_put(struct hml_mr **mrs, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		hml_mr_put(mrs[i]);
+}
+
+/* The target's buffers, by key, in the target's domain (or endpoint). On
+ * success mrs holds their regions, which the caller puts. */
 int hml_side_target(struct hml_side *s, struct hml_ep *t,
 		    const struct fi_rma_iov *riov, size_t count,
 		    uint64_t access, struct hml_mr **mrs)
 {
 	bool virt = t->domain->mr_mode & FI_MR_VIRT_ADDR;
-	int ret;
+	int ret = 0;
+	size_t i;
 
 	s->count = s->len = 0;
 	s->device = false;
-	for (size_t i = 0; i < count; i++) {
+	for (i = 0; i < count && !ret; i++) {
 		struct hml_mr *mr = hml_mrmap_key(&t->domain->mrs, riov[i].key,
 						  t->base);
 		struct hml_mem m;
 
 		mrs[i] = mr;
-		if (!mr)
-			return -FI_EINVAL;
+		if (!mr) {
+			ret = -FI_EINVAL;
+			break;
+		}
 		/* Whether the region is device memory decides whose error a
 		 * refused range is: known before the range is judged. */
 		if (!classify_mr(mr, mr->iov[0].iov_base, &m) &&
 		    m.type == HML_MEM_DEVICE)
 			s->device = true;
 		if ((mr->access & access) != access)
-			return -FI_EACCES;
-		if (!riov[i].len)
-			continue;
-		ret = add_range(s, mr, riov[i].addr, riov[i].len, virt);
-		if (ret)
-			return ret;
+			ret = -FI_EACCES;
+		else if (riov[i].len)
+			ret = add_range(s, mr, riov[i].addr, riov[i].len, virt);
 	}
-	return 0;
+	if (ret)
+		hml_side_put(mrs, i);
+	return ret;
 }
 
 const struct hml_mem *hml_side_device(const struct hml_side *s)

@@ -5,14 +5,16 @@
  *   nulladdr  the target inserted with fi_addr NULL (FI_AV_TABLE), its
  *             receive posted after that, the message sent to index 0;
  *   ctxdup    a receive and a send of one endpoint with the same context,
- *             the send completing first.
+ *             the send completing first;
+ *   inject    injects of device memory over inject_size: -FI_EINVAL, as
+ *             the provider refuses them, and nothing written.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "hmltest.h"
 
-#define LEN 4096
+#define LEN 8192
 #define CROWD 12
 
 static struct t_fabric f;
@@ -171,6 +173,39 @@ static void ctxdup(void)
 	     "still takes a device message");
 }
 
+static void inject(void)
+{
+	struct t_ep a, b;
+	size_t over;
+	fi_addr_t ab;
+
+	t_ep_open(&a, &f, NULL);
+	t_ep_open(&b, &f, NULL);
+	ab = t_insert(&a, b.name);
+	over = f.info->tx_attr->inject_size + 1;
+	if (over > LEN) {
+		printf("note: inject not run: inject_size %zu is not below "
+		       "%d\n", over - 1, LEN);
+		goto out;
+	}
+	load(14);
+	t_assert(fi_inject_write(a.ep, src, over, ab, t_raddr(&f, &md, 0),
+				 md.key) == -FI_EINVAL,
+		 "fi_inject_write over inject_size: not -FI_EINVAL");
+	t_assert(fi_inject(a.ep, src, over, ab) == -FI_EINVAL,
+		 "fi_inject over inject_size: not -FI_EINVAL");
+	t_assert(t_quiet(a.cq, 10) && t_quiet(b.cq, 10),
+		 "a refused inject completed");
+	t_dev_get(host, dst, LEN);
+	for (size_t i = 0; i < LEN; i++)
+		t_assert(!host[i], "byte %zu of the target written", i);
+	t_ok("fi_inject_write and fi_inject of %zu device bytes (inject_size "
+	     "+ 1): -FI_EINVAL, nothing written", over);
+out:
+	t_ep_close(&a);
+	t_ep_close(&b);
+}
+
 int main(int argc, char **argv)
 {
 	t_init(argc, argv, NULL);
@@ -180,6 +215,7 @@ int main(int argc, char **argv)
 	crowd();
 	nulladdr();
 	ctxdup();
+	inject();
 	t_fi(fi_close(&ms.mr->fid));
 	t_fi(fi_close(&md.mr->fid));
 	t_close(&f);
