@@ -126,7 +126,8 @@ static struct hml_mr *hold(struct hml_mr *mr)
 	return mr;
 }
 
-/* Under FI_MR_ENDPOINT a key names a region of one endpoint only. */
+/* Under FI_MR_ENDPOINT a key names a region of one endpoint only (of a
+ * scalable endpoint: of all its contexts). */
 struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep)
 {
@@ -134,7 +135,8 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 
 	pthread_rwlock_rdlock(&m->lock);
 	for (mr = m->by_key[slot(key, m->nbuckets)]; mr; mr = mr->key_next)
-		if (mr->key == key && (!mr->ep || mr->ep == ep))
+		if (mr->key == key &&
+		    (!mr->ep || mr->ep == ep || mr->ep == ep->sep))
 			break;
 	hold(mr);
 	pthread_rwlock_unlock(&m->lock);
