@@ -89,25 +89,8 @@ static struct fi_info *hints_for(const struct t_opts *o)
 	return h;
 }
 
-void t_open(struct t_fabric *f, const struct t_opts *o)
+int t_open_hints(struct t_fabric *f, struct fi_info *hints)
 {
-	struct fi_info *hints = hints_for(o);
-	int ret;
-
-	memset(f, 0, sizeof(*f));
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
-	fi_freeinfo(hints);
-	if (ret == -FI_ENODATA)
-		t_skip("provider %s is not available here with what the test "
-		       "needs", t_prov);
-	t_fi(ret);
-	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
-}
-
-int t_try_open(struct t_fabric *f, const struct t_opts *o)
-{
-	struct fi_info *hints = hints_for(o);
 	int ret;
 
 	memset(f, 0, sizeof(*f));
@@ -119,6 +102,18 @@ int t_try_open(struct t_fabric *f, const struct t_opts *o)
 	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
 	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
 	return 0;
+}
+
+int t_try_open(struct t_fabric *f, const struct t_opts *o)
+{
+	return t_open_hints(f, hints_for(o));
+}
+
+void t_open(struct t_fabric *f, const struct t_opts *o)
+{
+	if (t_try_open(f, o) == -FI_ENODATA)
+		t_skip("provider %s is not available here with what the test "
+		       "needs", t_prov);
 }
 
 void t_close(struct t_fabric *f)
@@ -183,12 +178,19 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	return off;
 }
 
-static double now(void)
+double t_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double t_wait_s(void)
+{
+	const char *s = getenv("HMEMLOOP_TEST_WAIT");
+
+	return s ? atof(s) : 10;
 }
 
 static struct fid_cq *driven[8];
@@ -230,7 +232,7 @@ static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 		    struct fi_cq_err_entry *err, double seconds)
 {
 	struct fi_cq_tagged_entry tmp;
-	double end = now() + seconds;
+	double end = t_now() + seconds;
 	ssize_t ret;
 
 	for (;;) {
@@ -249,7 +251,7 @@ static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 		if (ret != -FI_EAGAIN)
 			t_fail("fi_cq_read: %zd (%s)", ret, fi_strerror(-ret));
 		drive();
-		if (now() > end)
+		if (t_now() > end)
 			return -FI_EAGAIN;
 	}
 }
@@ -257,9 +259,7 @@ static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 	   struct fi_cq_err_entry *err)
 {
-	const char *s = getenv("HMEMLOOP_TEST_WAIT");
-
-	return wait_for(cq, ent, err, s ? atof(s) : 10);
+	return wait_for(cq, ent, err, t_wait_s());
 }
 
 bool t_quiet(struct fid_cq *cq, int ms)
@@ -368,4 +368,17 @@ uint32_t t_crc(const void *buf, size_t n)
 			c = c >> 1 ^ (0xedb88320u & -(c & 1));
 	}
 	return ~c;
+}
+
+const char *t_outcome_name(int o)
+{
+	switch (o) {
+	case T_OK: return "success";
+	case T_ERR_CQE: return "error completion";
+	case T_NO_CQE: return "no completion";
+	case T_BAD_BYTES: return "wrong bytes";
+	case T_POST_ERR: return "post failed";
+	case T_CRASH: return "crash";
+	default: return "test failure";
+	}
 }

@@ -66,6 +66,8 @@ void t_open(struct t_fabric *f, const struct t_opts *o);
 /* As t_open, but -FI_ENODATA (nothing fits the hints) is returned, not a
  * skip. */
 int t_try_open(struct t_fabric *f, const struct t_opts *o);
+/* As t_try_open, with hints of the caller's (freed here). */
+int t_open_hints(struct t_fabric *f, struct fi_info *hints);
 void t_close(struct t_fabric *f);
 void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
 void t_ep_close(struct t_ep *e);
@@ -74,6 +76,11 @@ void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 	   uint64_t key, struct t_mr *m);
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
+
+/* Monotonic seconds; how long a test waits for what must come (seconds,
+ * HMEMLOOP_TEST_WAIT, default 10). */
+double t_now(void);
+double t_wait_s(void);
 
 /* Wait for the next completion: 0 and *ent, 1 and *err for an error
  * entry, -FI_EAGAIN after HMEMLOOP_TEST_WAIT seconds (default 10). */
@@ -103,6 +110,19 @@ void t_dev_put(void *dev, const void *host, size_t n);
 void t_dev_get(void *host, const void *dev, size_t n);
 #define t_cu(call) t_cu_check((call), #call, __LINE__)
 void t_cu_check(CUresult r, const char *what, int line);
+
+/* How a device operation ended: what the tests that show the bug without
+ * hmemloop report (the values are child exit statuses). */
+enum t_outcome {
+	T_OK = 0,		/* right bytes, right completions */
+	T_ERR_CQE = 10,		/* an error completion */
+	T_NO_CQE = 11,		/* no completion in time */
+	T_BAD_BYTES = 12,	/* completed, wrong bytes */
+	T_POST_ERR = 13,	/* the post itself failed */
+	T_CRASH = 100,		/* killed by a signal */
+};
+
+const char *t_outcome_name(int o);
 
 /* Byte patterns: fill with a seed, or check every byte against one. */
 void t_fill(void *buf, size_t n, unsigned seed);

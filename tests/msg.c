@@ -30,21 +30,6 @@
 
 #include "msg.h"
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double wait_s(void)
-{
-	const char *s = getenv("HMEMLOOP_TEST_WAIT");
-
-	return s ? atof(s) : 10;
-}
-
 unsigned next_seed(void)
 {
 	static unsigned seed = 0x3e55a9e;
@@ -231,18 +216,7 @@ static struct fi_info *hints(uint64_t caps, bool sas, bool shared)
 int open_fabric(struct t_fabric *f, uint64_t caps, bool sas,
 		       bool shared)
 {
-	struct fi_info *h = hints(caps, sas, shared);
-	int ret;
-
-	memset(f, 0, sizeof(*f));
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &f->info);
-	fi_freeinfo(h);
-	if (ret == -FI_ENODATA)
-		return ret;
-	t_fi(ret);
-	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	return 0;
+	return t_open_hints(f, hints(caps, sas, shared));
 }
 
 bool supported(uint64_t caps, bool sas, bool shared)
@@ -315,7 +289,7 @@ void ep_close(struct ep *e)
 void counts(const char *what)
 {
 	static const char *const which[2] = { "FI_SEND", "FI_RECV" };
-	double end = now() + wait_s();
+	double end = t_now() + t_wait_s();
 	uint64_t v[8][2][2];
 	bool short_;
 
@@ -331,7 +305,7 @@ void counts(const char *what)
 		}
 		if (short_)
 			t_drive(eps[0]->t.cq);
-	} while (short_ && now() < end);
+	} while (short_ && t_now() < end);
 	for (int i = 0; i < neps; i++)
 		for (int k = 0; k < 2; k++)
 			for (int j = 0; j < 2; j++)
@@ -469,7 +443,7 @@ void do_recv(const struct rx *x)
 
 int next(struct ep *ep, struct got *g, double seconds)
 {
-	double end = now() + seconds;
+	double end = t_now() + seconds;
 	ssize_t ret;
 
 	memset(g, 0, sizeof(*g));
@@ -489,7 +463,7 @@ int next(struct ep *ep, struct got *g, double seconds)
 			t_fail("fi_cq_read: %zd (%s)", ret,
 			       fi_strerror((int) -ret));
 		t_drive(ep->t.cq);
-		if (now() > end)
+		if (t_now() > end)
 			return -FI_EAGAIN;
 	}
 }
@@ -563,7 +537,7 @@ void expect(struct ep *ep, struct want *w, size_t n, bool ordered,
 		void *ctx;
 		size_t i;
 
-		t_assert(!next(ep, &g, wait_s()), "%s: %s: completion %zu of "
+		t_assert(!next(ep, &g, t_wait_s()), "%s: %s: completion %zu of "
 			 "%zu did not come", what, ep->name, k + 1, n);
 		ctx = g.err ? g.x.op_context : g.e.op_context;
 		for (i = ordered ? k : 0; i < n; i++)
@@ -848,7 +822,7 @@ int main(int argc, char **argv)
 	int c, rfd = -1, wfd = -1, sas = 0;
 	unsigned long long caps = 0;
 	char name[64] = "";
-	double t0 = now();
+	double t0 = t_now();
 
 	t_init(argc, argv, "P:c:");
 	while ((c = getopt(argc, argv, "p:P:c:")) != -1) {
@@ -878,6 +852,6 @@ int main(int argc, char **argv)
 			cases[i].run();
 
 	fx_close();
-	printf("%s: %.1f s\n", t_prov, now() - t0);
+	printf("%s: %.1f s\n", t_prov, t_now() - t0);
 	return 0;
 }

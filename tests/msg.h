@@ -23,8 +23,6 @@
 
 #define CTX(n)		struct fi_context2 n[1]
 
-double now(void);
-double wait_s(void);
 unsigned next_seed(void);
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -153,9 +151,9 @@ struct rx {
 
 /* Post, retrying while the provider asks to, for at most the wait. */
 #define RETRY(cq, call, name) do {					\
-		double end_ = now() + wait_s();				\
+		double end_ = t_now() + t_wait_s();				\
 		ssize_t r_;						\
-		while ((r_ = (call)) == -FI_EAGAIN && now() < end_)	\
+		while ((r_ = (call)) == -FI_EAGAIN && t_now() < end_)	\
 			t_drive(cq);					\
 		t_assert(!r_, "%s returned %zd (%s)", name, r_,		\
 			 fi_strerror((int) -r_));			\

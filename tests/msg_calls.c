@@ -174,6 +174,30 @@ void queued(bool tagged)
 
 /* ---- matching (4) --------------------------------------------------------- */
 
+/* x, on path px, must pass over r1 into r2, whether it is sent before the
+ * receives are posted or after; then y, on py, takes r1. */
+static void pass_over(const struct path *px, const struct tx *x,
+		      const struct path *py, const struct tx *y,
+		      const struct rx *r1,
+		      const struct rx *r2, bool send_first, const uint8_t *bx,
+		      const uint8_t *by, const char *what)
+{
+	if (send_first) {
+		do_send(x);
+		do_recv(r1);
+		quiet(px->to, what);
+		do_recv(r2);
+	} else {
+		do_recv(r1);
+		do_recv(r2);
+		do_send(x);
+	}
+	arrived(px, x, r2, bx, what);
+	verify_rx(&r1->r, what);
+	do_send(y);
+	arrived(py, y, r1, by, what);
+}
+
 void matching(void)
 {
 	static uint8_t b1[MSLOT], b2[MSLOT];
@@ -194,20 +218,7 @@ void matching(void)
 		r2 = slot_rx(&ab, RECV, 1, fx.addr[B][A], 0, 0, c2);
 		x = slot_tx(&ab, SEND, 0, 3000, 0, s1, b1);
 		y = slot_tx(&mb, SEND, 1, 2000, 0, s2, b2);
-		if (first) {
-			do_send(&x);
-			do_recv(&r1);
-			quiet(ab.to, what);
-			do_recv(&r2);
-		} else {
-			do_recv(&r1);
-			do_recv(&r2);
-			do_send(&x);
-		}
-		arrived(&ab, &x, &r2, b1, what);
-		verify_rx(&r1.r, what);
-		do_send(&y);
-		arrived(&mb, &y, &r1, b2, what);
+		pass_over(&ab, &x, &mb, &y, &r1, &r2, first, b1, b2, what);
 		t_ok("%s: a receive for m's address does not take a's "
 		     "message; a's takes it, m's takes m's", what);
 	}
@@ -223,20 +234,7 @@ void matching(void)
 		x = slot_tx(&ab, TSEND, 2, 1500, first ? 0x555cd : 0x555ab,
 			    s1, b1);
 		y = slot_tx(&ab, TSEND, 3, 2500, 0xabc000, s2, b2);
-		if (first) {
-			do_send(&x);
-			do_recv(&r1);
-			quiet(ab.to, what);
-			do_recv(&r2);
-		} else {
-			do_recv(&r1);
-			do_recv(&r2);
-			do_send(&x);
-		}
-		arrived(&ab, &x, &r2, b1, what);
-		verify_rx(&r1.r, what);
-		do_send(&y);
-		arrived(&ab, &y, &r1, b2, what);
+		pass_over(&ab, &x, &ab, &y, &r1, &r2, first, b1, b2, what);
 		t_ok("%s: tag %#lx passes over a receive for 0xabc000 into "
 		     "the one for 0x55500 ignoring 0xff", what,
 		     (unsigned long) x.tag);
@@ -382,9 +380,9 @@ static void unreported_run(bool reuse)
 	verify_rx(&r1.r, what);
 
 	do_recv(&r2);
-	t0 = now();
+	t0 = t_now();
 	do_send(&x2);
-	t = now() - t0;
+	t = t_now() - t0;
 	t_assert(t < STALL_S, "%s: fi_send of the device message took %.1f "
 		 "s", what, t);
 	expect(ac.from, &ws2, 1, false, what);
@@ -437,7 +435,7 @@ void nocontext(void)
 	load(&host.r, b1);
 	do_recv(&r);
 	do_send(&dev);
-	t_assert(!next(ab.from, &g, wait_s()), "%s: no completion for the "
+	t_assert(!next(ab.from, &g, t_wait_s()), "%s: no completion for the "
 		 "device send", what);
 	t_assert(g.err && g.x.err == FI_EOPNOTSUPP && g.x.op_context == s1,
 		 "%s: the device send: err %d, context %p; expected "
@@ -448,7 +446,7 @@ void nocontext(void)
 	verify_rx(&r.r, what);
 	do_send(&host);
 	expect(ab.from, &ws2, 1, false, what);
-	t_assert(!next(ab.to, &g, wait_s()) && !g.err && !g.e.op_context &&
+	t_assert(!next(ab.to, &g, t_wait_s()) && !g.err && !g.e.op_context &&
 		 g.e.len == 2000, "%s: the host message did not land in it",
 		 what);
 	ab.from->want[0][0]++;

@@ -70,7 +70,7 @@ static void multi_run(bool host)
 		/* The provider's message first, so that the buffer is in
 		 * use when the device messages come. */
 		if (host && !i) {
-			t_assert(!next(am.to, &g, wait_s()), "%s: the host "
+			t_assert(!next(am.to, &g, t_wait_s()), "%s: the host "
 				 "message did not arrive", what);
 			t_assert(!g.err && g.e.op_context == mctx &&
 				 (char *) g.e.buf == base && g.e.len == mlen[0],
@@ -90,7 +90,7 @@ static void multi_run(bool host)
 		void *c;
 		int i;
 
-		t_assert(!next(am.from, &g, wait_s()), "%s: %d of 4 sends "
+		t_assert(!next(am.from, &g, t_wait_s()), "%s: %d of 4 sends "
 			 "completed", what, k);
 		c = g.err ? g.x.op_context : g.e.op_context;
 		i = (struct fi_context2 *) c - sctx;
@@ -115,7 +115,7 @@ static void multi_run(bool host)
 
 		if (st[i])
 			continue;
-		t_assert(!next(am.to, &g, wait_s()), "%s: message %d did not "
+		t_assert(!next(am.to, &g, t_wait_s()), "%s: message %d did not "
 			 "arrive", what, i + 1);
 		t_assert(!g.err, "%s: message %d: error %d (%s)", what, i + 1,
 			 g.x.err, fi_strerror(g.x.err));
@@ -140,7 +140,7 @@ static void multi_run(bool host)
 	}
 	if (!released && !nfail) {
 		/* The release on an entry of its own. */
-		t_assert(!next(am.to, &g, wait_s()), "%s: the buffer was not "
+		t_assert(!next(am.to, &g, t_wait_s()), "%s: the buffer was not "
 			 "released", what);
 		t_assert(!g.err && g.e.op_context == mctx &&
 			 (g.e.flags & FI_MULTI_RECV) && !g.e.len, "%s: "
@@ -158,7 +158,7 @@ static void multi_run(bool host)
 
 		t_fi(fi_cancel(&am.to->t.ep->fid, mctx));
 		am.to->want[1][1] += fi_cntr_readerr(am.to->cntr[1]) - errs;
-		t_assert(!next(am.to, &g, wait_s()) && g.err &&
+		t_assert(!next(am.to, &g, t_wait_s()) && g.err &&
 			 g.x.op_context == mctx && g.x.err == FI_ECANCELED,
 			 "%s: cancelling the buffer: no FI_ECANCELED entry",
 			 what);
@@ -209,10 +209,10 @@ static void xwrite(int fd, const void *p, size_t n)
 /* Read n bytes, driving progress meanwhile (the other side may need it). */
 static bool xread(int fd, void *p, size_t n, struct fid_cq *cq)
 {
-	double end = now() + 3 * wait_s();
+	double end = t_now() + 3 * t_wait_s();
 	size_t got = 0;
 
-	while (got < n && now() < end) {
+	while (got < n && t_now() < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t r;
 
@@ -277,21 +277,21 @@ int peer(int rfd, int wfd)
 	RETRY(e.t.cq, fi_tsend(e.t.ep, mem + RACE_N * SLOT,
 			       race_len(2, RACE_N), mr.desc, b, RACE_TAG + 1,
 			       &ctx[RACE_N]), "peer: fi_tsend");
-	t_assert(!next(&e, &g, wait_s()) && !g.err, "peer: warm-up send");
+	t_assert(!next(&e, &g, t_wait_s()) && !g.err, "peer: warm-up send");
 	t_assert(xread(rfd, &cmd, 1, e.t.cq) && cmd == 'g', "peer: no 'g'");
 	for (int i = 0; i < RACE_N; i++) {
 		payload(mem + i * SLOT, 2, i);
 		RETRY(e.t.cq, fi_tsend(e.t.ep, mem + i * SLOT, race_len(2, i),
 				       mr.desc, b, RACE_TAG, &ctx[i]),
 		      "peer: fi_tsend");
-		for (double end = now() + 100e-6; now() < end;)
+		for (double end = t_now() + 100e-6; t_now() < end;)
 			t_drive(e.t.cq);
 	}
 	for (int i = 0; i < RACE_N; i++) {
 		void *c;
 		long k;
 
-		if (next(&e, &g, 3 * wait_s()))
+		if (next(&e, &g, 3 * t_wait_s()))
 			break;
 		c = g.err ? g.x.op_context : g.e.op_context;
 		k = (struct fi_context2 *) c - ctx;
@@ -362,13 +362,13 @@ static void race_entry(struct race *rc, const struct got *g)
 /* Take b's entries for a while (or until there are n). */
 static void race_poll(struct race *rc, double seconds, int n)
 {
-	double end = now() + seconds;
+	double end = t_now() + seconds;
 	struct got g;
 
 	while (rc->n < n && !next(&fx.ep[B], &g, 0))
 		race_entry(rc, &g);
-	while (rc->n < n && now() < end)
-		if (!next(&fx.ep[B], &g, end - now()))
+	while (rc->n < n && t_now() < end)
+		if (!next(&fx.ep[B], &g, end - t_now()))
 			race_entry(rc, &g);
 }
 
@@ -423,7 +423,7 @@ void race(void)
 	do_recv(&warm);
 	xwrite(p2c[1], "w", 1);
 	payload(bytes, 2, RACE_N);
-	t_assert(!next(b, &g, wait_s()), "%s: the peer's first message did "
+	t_assert(!next(b, &g, t_wait_s()), "%s: the peer's first message did "
 		 "not come", what);
 	t_assert(!g.err && g.e.op_context == wctx && g.e.tag == RACE_TAG + 1 &&
 		 g.e.len == race_len(2, RACE_N) &&
@@ -465,7 +465,7 @@ void race(void)
 		put(SD, i * SLOT, bytes, race_len(1, i));
 	}
 	xwrite(p2c[1], "g", 1);
-	race_poll(&rc, wait_s(), 1);
+	race_poll(&rc, t_wait_s(), 1);
 	t_assert(rc.n == 1, "%s: no message from the peer", what);
 	for (int i = 0; i < RACE_N; i++) {
 		x = (struct tx) {
@@ -479,7 +479,7 @@ void race(void)
 	}
 	expect(a, ws, RACE_N, false, what);
 	a->want[0][0] += RACE_N;
-	race_poll(&rc, 3 * wait_s(), 2 * RACE_N);
+	race_poll(&rc, 3 * t_wait_s(), 2 * RACE_N);
 	t_assert(rc.n == 2 * RACE_N, "%s: %d of %d receives completed (a %d, "
 		 "the peer %d)", what, rc.n, 2 * RACE_N, rc.delivered[1],
 		 rc.delivered[2]);

@@ -19,15 +19,6 @@
 
 #define LEN (64 * 1024)
 
-enum outcome {
-	OK = 0,			/* right bytes, right completions */
-	ERR_CQE = 10,		/* an error completion */
-	NO_CQE = 11,		/* no completion in time */
-	BAD_BYTES = 12,		/* completed, wrong bytes */
-	POST_ERR = 13,		/* the post itself failed */
-	CRASH = 100,		/* killed by a signal */
-};
-
 enum op { WRITE, WRITEMSG, READ, WRITEDATA, SEND, SEND_FIRST, SENDDATA,
 	  TSEND, TRUNC, NOPS };
 
@@ -40,11 +31,11 @@ static const char *const op_names[NOPS] = {
 static unsigned B(int o)
 {
 	switch (o) {
-	case ERR_CQE: return 1;
-	case NO_CQE: return 2;
-	case BAD_BYTES: return 4;
-	case POST_ERR: return 8;
-	case CRASH: return 16;
+	case T_ERR_CQE: return 1;
+	case T_NO_CQE: return 2;
+	case T_BAD_BYTES: return 4;
+	case T_POST_ERR: return 8;
+	case T_CRASH: return 16;
 	default: return 0;
 	}
 }
@@ -54,32 +45,19 @@ static unsigned expected(enum op op)
 {
 	if (!strcmp(t_prov, "shm")) {
 		if (op == WRITE || op == WRITEMSG || op == READ || op == SEND)
-			return B(ERR_CQE);
-		return B(CRASH) | B(ERR_CQE);
+			return B(T_ERR_CQE);
+		return B(T_CRASH) | B(T_ERR_CQE);
 	}
 	if (!strcmp(t_prov, "tcp;ofi_rxm"))
-		return B(ERR_CQE) | B(NO_CQE);
+		return B(T_ERR_CQE) | B(T_NO_CQE);
 	if (!strcmp(t_prov, "sockets"))
-		return B(NO_CQE) | B(CRASH);
+		return B(T_NO_CQE) | B(T_CRASH);
 	if (!strcmp(t_prov, "udp;ofi_rxd"))
-		return B(CRASH) | B(NO_CQE);
+		return B(T_CRASH) | B(T_NO_CQE);
 	/* tests/efa: EFA's shm path, as shm (a crash where CMA is off). */
 	if (!strcmp(t_prov, "efa"))
-		return B(CRASH) | B(ERR_CQE);
-	return B(ERR_CQE) | B(NO_CQE) | B(CRASH) | B(BAD_BYTES) | B(POST_ERR);
-}
-
-static const char *outcome_name(int o)
-{
-	switch (o) {
-	case OK: return "success";
-	case ERR_CQE: return "error completion";
-	case NO_CQE: return "no completion";
-	case BAD_BYTES: return "wrong bytes";
-	case POST_ERR: return "post failed";
-	case CRASH: return "crash";
-	default: return "test failure";
-	}
+		return B(T_CRASH) | B(T_ERR_CQE);
+	return B(T_ERR_CQE) | B(T_NO_CQE) | B(T_CRASH) | B(T_BAD_BYTES) | B(T_POST_ERR);
 }
 
 struct setup {
@@ -97,25 +75,25 @@ static int wait_one(struct fid_cq *cq, void *ctx, int *errno_out)
 	int ret = t_wait(cq, &ent, &err);
 
 	if (ret < 0)
-		return NO_CQE;
+		return T_NO_CQE;
 	if (ret > 0) {
 		if (errno_out)
 			*errno_out = err.err;
 		printf("error completion: err %d (%s)\n", err.err,
 		       fi_strerror(err.err));
-		return ERR_CQE;
+		return T_ERR_CQE;
 	}
 	t_assert(ent.op_context == ctx, "completion for another context");
-	return OK;
+	return T_OK;
 }
 
 static int post(ssize_t ret)
 {
 	if (ret && ret != -FI_EAGAIN) {
 		printf("post: %zd (%s)\n", ret, fi_strerror((int) -ret));
-		return POST_ERR;
+		return T_POST_ERR;
 	}
-	return OK;
+	return T_OK;
 }
 
 /* Post, retrying while the provider asks to, as applications do. */
@@ -172,7 +150,7 @@ static int run(enum op op)
 			RETRY(s.b.cq, fi_recv(s.b.ep, s.dst, rlen, s.dst_mr.desc,
 					      FI_ADDR_UNSPEC, &rctx));
 		if (post(ret))
-			return POST_ERR;
+			return T_POST_ERR;
 	}
 	switch (op) {
 	case WRITE:
@@ -214,11 +192,11 @@ static int run(enum op op)
 		break;
 	}
 	if (post(ret))
-		return POST_ERR;
+		return T_POST_ERR;
 	if (op == SEND_FIRST &&
 	    post(RETRY(s.b.cq, fi_recv(s.b.ep, s.dst, LEN, s.dst_mr.desc,
 				       FI_ADDR_UNSPEC, &rctx))))
-		return POST_ERR;
+		return T_POST_ERR;
 
 	ret = wait_one(s.a.cq, &sctx, NULL);
 	if (ret)
@@ -226,17 +204,17 @@ static int run(enum op op)
 	if (op >= SEND) {
 		ret = wait_one(s.b.cq, &rctx, &err);
 		/* Truncation is right when reported as such. */
-		if (op == TRUNC && ret == ERR_CQE && err == FI_ETRUNC)
-			ret = OK;
+		if (op == TRUNC && ret == T_ERR_CQE && err == FI_ETRUNC)
+			ret = T_OK;
 		if (ret)
 			return ret;
 	}
 	if (op == READ) {
 		t_dev_get(back, s.src, LEN);
-		return t_check(back, LEN, 2) ? OK : BAD_BYTES;
+		return t_check(back, LEN, 2) ? T_OK : T_BAD_BYTES;
 	}
 	t_dev_get(back, s.dst, LEN);
-	return t_check(back, rlen, 1) ? OK : BAD_BYTES;
+	return t_check(back, rlen, 1) ? T_OK : T_BAD_BYTES;
 }
 
 int main(int argc, char **argv)
@@ -270,21 +248,21 @@ int main(int argc, char **argv)
 		if (read(fds[0], &outcome, 1) == 1)
 			got = outcome;
 		else if (WIFSIGNALED(st))
-			got = CRASH;
+			got = T_CRASH;
 		else if (WEXITSTATUS(st) == T_SKIP)
 			t_skip("%s: provider or device not available", t_prov);
 		else
 			got = WEXITSTATUS(st);
 		close(fds[0]);
-		if (got == CRASH)
+		if (got == T_CRASH)
 			printf("%s: killed by signal %d\n", op_names[op],
 			       WTERMSIG(st));
-		if (shim ? got == OK : (got != OK && (expected(op) & B(got)))) {
+		if (shim ? got == T_OK : (got != T_OK && (expected(op) & B(got)))) {
 			t_ok("%s on %s: %s", op_names[op], t_prov,
-			     outcome_name(got));
+			     t_outcome_name(got));
 		} else {
 			printf("FAIL: %s on %s: %s, expected %s\n", op_names[op],
-			       t_prov, outcome_name(got),
+			       t_prov, t_outcome_name(got),
 			       shim ? "success" : "the measured failure");
 			failures++;
 		}

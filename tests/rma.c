@@ -248,7 +248,7 @@ static bool is_double(void)
 /* Run this program again as "-c NAME"; its wait status. */
 static int spawn(const struct child *c)
 {
-	double end = now() + 3 * wait_s() + 30;
+	double end = t_now() + 3 * t_wait_s() + 30;
 	const char *w = getenv("HMEMLOOP_TEST_WAIT");
 	pid_t pid;
 	int st;
@@ -270,7 +270,7 @@ static int spawn(const struct child *c)
 		_exit(127);
 	}
 	while (waitpid(pid, &st, WNOHANG) == 0) {
-		if (now() > end) {
+		if (t_now() > end) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);
 			t_fail("%s: the child did not end in time", c->name);

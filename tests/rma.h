@@ -73,8 +73,6 @@ struct fx {
 extern struct fx *cur_fx;	/* for t_ok lines */
 extern bool chatty;		/* notes only the first time round */
 
-double now(void);
-double wait_s(void);
 void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool fx_open(struct fx *x, bool virt, bool light);
 void fx_close(struct fx *x);

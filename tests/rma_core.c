@@ -98,21 +98,6 @@ void alloc_buffers(void)
 
 /* ---- the fixture ------------------------------------------------------- */
 
-double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double wait_s(void)
-{
-	const char *s = getenv("HMEMLOOP_TEST_WAIT");
-
-	return s ? atof(s) : 10;
-}
-
 static struct fid_cntr *cntr(struct t_fabric *f, struct t_ep *e, uint64_t flags)
 {
 	struct fi_cntr_attr attr = {
@@ -477,7 +462,7 @@ ssize_t post(struct t_ep *e, const struct tgt *t, const struct xfer *x,
 	struct iovec iov[MAXIOV];
 	void *desc[MAXIOV];
 	struct fi_rma_iov riov[MAXIOV];
-	double end = now() + wait_s();
+	double end = t_now() + t_wait_s();
 	ssize_t ret;
 
 	for (size_t i = 0; i < x->nl; i++) {
@@ -498,7 +483,7 @@ ssize_t post(struct t_ep *e, const struct tgt *t, const struct xfer *x,
 			p->len, p->key ? p->key : b->mr.key };
 	}
 	while ((ret = post_once(e->ep, x, iov, desc, riov, t->addr, ctx,
-				data)) == -FI_EAGAIN && now() < end)
+				data)) == -FI_EAGAIN && t_now() < end)
 		t_drive(e->cq);
 	return ret;
 }
@@ -527,7 +512,7 @@ static const char *const cntr_names[4] = {
 static void counts_are(const struct ini *in, const struct tgt *t,
 		       const struct counts *want, const char *what)
 {
-	double end = now() + wait_s();
+	double end = t_now() + t_wait_s();
 	struct counts got;
 	bool short_;
 
@@ -539,7 +524,7 @@ static void counts_are(const struct ini *in, const struct tgt *t,
 				short_ |= got.v[i][j] < want->v[i][j];
 		if (short_)
 			t_drive(in->ep->cq);
-	} while (short_ && now() < end);
+	} while (short_ && t_now() < end);
 	for (int i = 0; i < 4; i++)
 		for (int j = 0; j < 2; j++)
 			t_assert(got.v[i][j] == want->v[i][j],

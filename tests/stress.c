@@ -110,14 +110,6 @@ static struct {
 	unsigned long kinds[NKINDS], bytes;
 } s;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static uint64_t mix(uint64_t x)
 {
 	x ^= x >> 33;
@@ -543,7 +535,7 @@ static void outstanding(void)
 static void *watchdog(void *arg)
 {
 	unsigned last = 0, cur;
-	double since = now();
+	double since = t_now();
 
 	(void) arg;
 	for (;;) {
@@ -553,8 +545,8 @@ static void *watchdog(void *arg)
 			return NULL;
 		if (cur != last) {
 			last = cur;
-			since = now();
-		} else if (now() - since > STALL_S) {
+			since = t_now();
+		} else if (t_now() - since > STALL_S) {
 			outstanding();
 			t_fail("no operation finished for %d s: %u of %u done, "
 			       "%u posted", STALL_S, cur, s.nops,
@@ -567,9 +559,9 @@ static void *watchdog(void *arg)
 static void quiet(void)
 {
 	struct fi_cq_tagged_entry e;
-	double end = now() + 0.2;
+	double end = t_now() + 0.2;
 
-	while (now() < end) {
+	while (t_now() < end) {
 		for (int i = 0; i < NEPS; i++) {
 			ssize_t ret = fi_cq_read(s.eps[i].cq, &e, 1);
 
@@ -614,7 +606,7 @@ int main(int argc, char **argv)
 	       s.nops, s.kinds[WRITE], s.kinds[READ], s.kinds[TAGGED],
 	       s.bytes / 1048576.0, NTHREADS, NEPS);
 
-	t0 = now();
+	t0 = t_now();
 	t_assert(!pthread_create(&dog, NULL, watchdog, NULL), "pthread_create");
 	for (int i = 0; i < NTHREADS; i++) {
 		struct worker *w = &s.w[i];
@@ -634,7 +626,7 @@ int main(int argc, char **argv)
 		free(s.w[i].scratch);
 	}
 	t_assert(!pthread_join(dog, NULL), "pthread_join");
-	t0 = now() - t0;
+	t0 = t_now() - t0;
 	for (uint32_t i = 0; i < s.nops; i++) {
 		struct op *op = &s.ops[i];
 

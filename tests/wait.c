@@ -49,14 +49,6 @@ static uint8_t host[LEN];
 static unsigned seed = 0x3a17;
 static int skips;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void skip_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void skip_case(const char *fmt, ...)
 {
@@ -440,7 +432,7 @@ static void *sleeper_run(void *arg)
 		break;
 	}
 	}
-	s->end = now();
+	s->end = t_now();
 	return NULL;
 }
 
@@ -484,7 +476,7 @@ static bool sleeper_within(struct sleeper *s, int seconds)
 /* The same call in this thread, bounded: seconds it took. */
 static double sleeper_now(struct sleeper *s, const char *what)
 {
-	double t0 = now();
+	double t0 = t_now();
 
 	if (!s->count)
 		s->count = 1;
@@ -515,6 +507,20 @@ static struct fx x;
 static const char *rstr(ssize_t ret)
 {
 	return ret < 0 ? fi_strerror((int) -ret) : "entries";
+}
+
+/* A good write, then a bad one whose error entry waits at the CQ's head:
+ * fi_cq_read says so. */
+static void error_queued(struct fx *x, void *ctx, const char *what)
+{
+	struct fi_cq_tagged_entry ent;
+	ssize_t ret;
+
+	good_write(x, what);
+	bad_write(x, ctx);
+	ret = fi_cq_read(x->a.cq, &ent, 1);
+	t_assert(ret == -FI_EAVAIL, "%s: fi_cq_read: %zd (%s), expected "
+		 "-FI_EAVAIL", what, ret, rstr(ret));
 }
 
 /* ---- 1. fi_cq_sread and fi_cq_sreadfrom -------------------------------- */
@@ -565,7 +571,7 @@ static void woken_run(bool from, const char *what)
 	s = fill_src();
 	sl.cq = x.a.cq;
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	dev_write(&x, &ctx);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == 1, "%s: %zd (%s) %.2f s after the write, expected "
@@ -675,7 +681,7 @@ static void sread_signal(void)
 		t_expect(x.a.cq, &ctx, FI_RMA | FI_WRITE, (size_t) -1);
 		sl.cq = x.a.cq;
 		sleeper_start(&sl);
-		dt = now();
+		dt = t_now();
 		t_fi(fi_cq_signal(x.a.cq));
 		dt = sleeper_join(&sl, dt, what);
 		t_assert(sl.ret == signalled_ret(), "%s: %zd (%s), expected "
@@ -725,7 +731,7 @@ static void sread_source(void)
 	dev_recv(&x, &rctx2);
 	s = fill_src();
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	dev_send(&x, &sctx2);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == 1 && dt < EARLY_S, "%s, asleep: %zd (%s) %.2f s "
@@ -789,7 +795,7 @@ static void sread_error(void)
 	t_ok("%s, queued: -FI_EAVAIL at once", what);
 
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	bad_write(&x, &ctx2);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == -FI_EAVAIL && dt < EARLY_S, "%s, asleep: %zd (%s) "
@@ -867,9 +873,9 @@ static void getwait(void)
 	fill_src();
 	dev_write(&x, &ctx);
 	p = (struct pollfd) { .fd = fd, .events = POLLIN };
-	dt = now();
+	dt = t_now();
 	r = poll(&p, 1, LONG_MS);
-	dt = now() - dt;
+	dt = t_now() - dt;
 	t_assert(r == 1 && (p.revents & POLLIN), "%s: poll after a device "
 		 "write: %d (revents %#x) after %.2f s", what, r, p.revents,
 		 dt);
@@ -892,7 +898,7 @@ static void getwait(void)
 
 	/* epoll, asleep in another thread */
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	dev_write(&x, &ctx3);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == 1 && dt < EARLY_S, "%s: epoll_wait asleep: %zd, "
@@ -942,7 +948,7 @@ static void trywait_loop(void)
 	pr.ctx = calloc(pr.n, sizeof(*pr.ctx));
 	t_assert(pr.ctx, "calloc");
 	fill_src();
-	dt = now();
+	dt = t_now();
 	t_assert(!pthread_create(&th, NULL, produce, &pr), "pthread_create");
 	while (got < pr.n) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -986,7 +992,7 @@ static void trywait_loop(void)
 		t_assert(atomic_load(&pr.ctx[i]) == 1, "%s: write %d completed "
 			 "%d times", what, i, atomic_load(&pr.ctx[i]));
 	expect_empty(x.a.cq, what);
-	dt = now() - dt;
+	dt = t_now() - dt;
 	free(pr.ctx);
 	fx_close(&x);
 	t_ok("%s: %d writes, each completed once; %d polls, %d fi_trywait "
@@ -1065,8 +1071,8 @@ static void sread_race(void)
 		t_assert(!pthread_create(&th[i], NULL, race, &r[i]),
 			 "pthread_create");
 	}
-	end = now() + RACE_S;
-	while (n < RACE_OPS && now() < end && !r[0].zeros) {
+	end = t_now() + RACE_S;
+	while (n < RACE_OPS && t_now() < end && !r[0].zeros) {
 		t_post(x.a.cq, fi_write(x.a.ep, dsrc, 64, x.src.desc,
 					x.b_in_a, raddr(&x, &x.dst),
 					x.dst.key, &ctx[n]));
@@ -1075,13 +1081,13 @@ static void sread_race(void)
 			t_fi(fi_cq_signal(x.a.cq));
 	}
 	/* The rest, then release the sread. */
-	end = now() + 5;
+	end = t_now() + 5;
 	do {
 		usleep(1000);
 		got = 0;
 		for (int i = 0; i < NRACERS; i++)
 			got += r[i].got;
-	} while (got < n && now() < end && !r[0].zeros);
+	} while (got < n && t_now() < end && !r[0].zeros);
 	atomic_store(&stop, 1);
 	t_fi(fi_cq_signal(x.a.cq));
 	for (int i = 0; i < NRACERS; i++)
@@ -1112,10 +1118,10 @@ static void sread_race(void)
 static void cntr_expect(uint64_t (*get)(struct fid_cntr *), uint64_t v,
 			const char *what)
 {
-	double end = now() + 2;
+	double end = t_now() + 2;
 	uint64_t got;
 
-	while ((got = get(x.cntr)) < v && now() < end)
+	while ((got = get(x.cntr)) < v && t_now() < end)
 		usleep(1000);
 	t_assert(got == v, "%s: counter %llu, expected %llu", what,
 		 (unsigned long long) got, (unsigned long long) v);
@@ -1170,9 +1176,9 @@ static void cntr_run(void)
 	t_ok("%s: fi_cntr_set and fi_cntr_seterr, then device writes add",
 	     what);
 
-	dt = now();
+	dt = t_now();
 	ret = fi_cntr_wait(x.cntr, 101, LONG_MS);
-	dt = now() - dt;
+	dt = t_now() - dt;
 	t_assert(!ret && dt < EARLY_S, "%s: fi_cntr_wait for a value reached:"
 		 " %d (%s) after %.2f s", what, ret, fi_strerror(-ret), dt);
 	/* Does fi_cntr_wait wait? Not sockets' (it returns ETIMEDOUT,
@@ -1184,7 +1190,7 @@ static void cntr_run(void)
 	sl.cntr = x.cntr;
 	sl.threshold = 1000;
 	sl.timeout = SHORT_MS;
-	dt = now();
+	dt = t_now();
 	t_assert(!pthread_create(&sl.th, NULL, sleeper_run, &sl),
 		 "pthread_create");
 	if (!sleeper_within(&sl, 2)) {
@@ -1205,7 +1211,7 @@ static void cntr_run(void)
 
 	sl.threshold = 102;
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	dev_write(&x, &c[4]);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == 0 && dt < EARLY_S, "%s: fi_cntr_wait(102) asleep: "
@@ -1217,7 +1223,7 @@ static void cntr_run(void)
 
 	sl.threshold = 200;
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	bad_write(&x, &c[5]);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == -FI_EAVAIL && dt < EARLY_S, "%s: fi_cntr_wait(200)"
@@ -1256,7 +1262,6 @@ static void cq_err(void)
 {
 	struct fx_opts o = { .await = FI_WAIT_UNSPEC };
 	const char *what = "error entry, API 1.17";
-	struct fi_cq_tagged_entry ent;
 	struct fi_cq_err_entry e;
 	uint8_t data[64];
 	void *given;
@@ -1265,11 +1270,7 @@ static void cq_err(void)
 
 	if (!fx_open(&x, &o, what))
 		return;
-	good_write(&x, what);
-	bad_write(&x, &ctx);
-	ret = fi_cq_read(x.a.cq, &ent, 1);
-	t_assert(ret == -FI_EAVAIL, "%s: fi_cq_read: %zd (%s), expected "
-		 "-FI_EAVAIL", what, ret, rstr(ret));
+	error_queued(&x, &ctx, what);
 
 	/* The application's buffer for error data. */
 	memset(&e, 0xa5, sizeof(e));
@@ -1331,7 +1332,6 @@ static void cq_err_1_4(void)
 		struct fi_cq_err_entry e;
 		uint8_t raw[sizeof(struct fi_cq_err_entry) + 32];
 	} u;
-	struct fi_cq_tagged_entry ent;
 	uint8_t data[64];
 	ssize_t ret;
 	int ctx;
@@ -1340,11 +1340,7 @@ static void cq_err_1_4(void)
 		return;
 	t_assert(x.f.fabric->api_version == V(1, 4), "%s: fabric api_version "
 		 "%#x", what, x.f.fabric->api_version);
-	good_write(&x, what);
-	bad_write(&x, &ctx);
-	ret = fi_cq_read(x.a.cq, &ent, 1);
-	t_assert(ret == -FI_EAVAIL, "%s: fi_cq_read: %zd (%s), expected "
-		 "-FI_EAVAIL", what, ret, rstr(ret));
+	error_queued(&x, &ctx, what);
 	memset(&u, 0xa5, sizeof(u));
 	memset(data, 0x5a, sizeof(data));
 	u.e.err_data = data;
@@ -1381,18 +1377,18 @@ static void waitset_one(enum fi_wait_obj kind)
 	snprintf(what, sizeof(what), "%s wait set", wait_name(kind));
 	if (!fx_open(&x, &o, what))
 		return;
-	dt = now();
+	dt = t_now();
 	ret = fi_wait(x.ws, SHORT_MS);
-	dt = now() - dt;
+	dt = t_now() - dt;
 	t_assert(ret == -FI_ETIMEDOUT, "%s: fi_wait with nothing to report: "
 		 "%d (%s) after %.3f s, expected -FI_ETIMEDOUT", what, ret,
 		 fi_strerror(-ret), dt);
 
 	fill_src();
 	dev_write(&x, &ctx);
-	dt = now();
+	dt = t_now();
 	ret = fi_wait(x.ws, LONG_MS);
-	dt = now() - dt;
+	dt = t_now() - dt;
 	t_assert(!ret && dt < EARLY_S, "%s: fi_wait after a device write: %d "
 		 "(%s) after %.2f s", what, ret, fi_strerror(-ret), dt);
 	t_assert(fi_cq_read(x.a.cq, &e, 1) == 1, "%s: nothing to read", what);
@@ -1402,7 +1398,7 @@ static void waitset_one(enum fi_wait_obj kind)
 
 	sl.ws = x.ws;
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	dev_write(&x, &ctx2);
 	dt = sleeper_join(&sl, dt, what);
 	t_assert(sl.ret == 0 && dt < EARLY_S, "%s: fi_wait asleep: %zd (%s) "
@@ -1507,7 +1503,7 @@ static void tracked_one(enum fi_wait_obj w, int how)
 		dev_send(&x, &sctx);
 	sl.cq = x.b.cq;
 	sleeper_start(&sl);
-	dt = now();
+	dt = t_now();
 	if (how == RECV_FIRST)
 		dev_send(&x, &sctx);
 	else if (how == TAGGED)
@@ -1563,7 +1559,7 @@ int main(int argc, char **argv)
 {
 	const char *only = NULL;
 	struct t_fabric f;
-	double t0 = now(), t1;
+	double t0 = t_now(), t1;
 	int c;
 
 	t_init(argc, argv, "c:");
@@ -1585,12 +1581,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (only && !strstr(only, cases[i].name))
 			continue;
-		t1 = now();
+		t1 = t_now();
 		cases[i].run();
-		printf("%s: %.2f s\n", cases[i].name, now() - t1);
+		printf("%s: %.2f s\n", cases[i].name, t_now() - t1);
 	}
 	t_dev_free(dsrc);
 	t_dev_free(ddst);
-	printf("%s: %d skipped, %.1f s\n", t_prov, skips, now() - t0);
+	printf("%s: %d skipped, %.1f s\n", t_prov, skips, t_now() - t0);
 	return 0;
 }

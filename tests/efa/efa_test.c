@@ -691,9 +691,6 @@ static void part_controls(void)
 
 /* ---- device memory ---- */
 
-enum outcome { OK = 0, ERR_CQE = 10, NO_CQE = 11, BAD_BYTES = 12,
-	       POST_ERR = 13, CRASH = 100 };
-
 static int wait_outcome(struct fid_cq *cq, void *ctx)
 {
 	struct fi_cq_tagged_entry ent;
@@ -701,14 +698,14 @@ static int wait_outcome(struct fid_cq *cq, void *ctx)
 	int ret = t_wait(cq, &ent, &err);
 
 	if (ret < 0)
-		return NO_CQE;
+		return T_NO_CQE;
 	if (ret > 0) {
 		printf("error completion: %d (%s)\n", err.err,
 		       fi_strerror(err.err < 0 ? -err.err : err.err));
-		return ERR_CQE;
+		return T_ERR_CQE;
 	}
 	t_assert(ent.op_context == ctx, "completion for another context");
-	return OK;
+	return T_OK;
 }
 
 /* Where a child that may crash writes the names of its shm regions, so
@@ -779,7 +776,7 @@ static int device_op(bool send)
 				      FI_ADDR_UNSPEC, &c2)) == -FI_EAGAIN)
 			t_drive(b.cq);
 		if (ret)
-			return POST_ERR;
+			return T_POST_ERR;
 		while ((ret = fi_send(a.ep, src, LEN, src_mr.desc, dest,
 				      &c1)) == -FI_EAGAIN)
 			t_drive(a.cq);
@@ -790,35 +787,22 @@ static int device_op(bool send)
 			t_drive(a.cq);
 	}
 	if (ret)
-		return POST_ERR;
+		return T_POST_ERR;
 	st = wait_outcome(a.cq, &c1);
 	if (!st && send)
 		st = wait_outcome(b.cq, &c2);
 	if (st)
 		return st;
 	t_dev_get(host, dst, LEN);
-	return t_check(host, LEN, 21) ? OK : BAD_BYTES;
+	return t_check(host, LEN, 21) ? T_OK : T_BAD_BYTES;
 }
 
 static int part_device_write(void) { return device_op(false); }
 static int part_device_send(void) { return device_op(true); }
 
-static const char *outcome_name(int o)
-{
-	switch (o) {
-	case OK: return "success";
-	case ERR_CQE: return "error completion";
-	case NO_CQE: return "no completion";
-	case BAD_BYTES: return "wrong bytes";
-	case POST_ERR: return "post failed";
-	case CRASH: return "crash";
-	default: return "test failure";
-	}
-}
-
 /* ---- driver ---- */
 
-/* Run fn in a child; its exit status, CRASH if a signal killed it. */
+/* Run fn in a child; its exit status, T_CRASH if a signal killed it. */
 static int in_child(int (*fn)(void))
 {
 	int st, fds[2];
@@ -841,7 +825,7 @@ static int in_child(int (*fn)(void))
 	close(fds[0]);
 	if (WIFSIGNALED(st)) {
 		printf("killed by signal %d\n", WTERMSIG(st));
-		return CRASH;
+		return T_CRASH;
 	}
 	if (WEXITSTATUS(st) == T_SKIP)
 		exit(T_SKIP);
@@ -918,14 +902,14 @@ int main(int argc, char **argv)
 			setenv("FI_SHM_DISABLE_CMA", "1", 1);
 		st = in_child(send ? part_device_send : part_device_write);
 		unsetenv("FI_SHM_DISABLE_CMA");
-		if (st != ERR_CQE && st != NO_CQE && st != CRASH) {
+		if (st != T_ERR_CQE && st != T_NO_CQE && st != T_CRASH) {
 			printf("FAIL: same-process %s of device memory (%s): %s, "
 			       "expected a failure as on EFA's shm path\n", op,
-			       how, outcome_name(st));
+			       how, t_outcome_name(st));
 			failures++;
 		} else {
 			t_ok("same-process %s of device memory (%s) fails as on "
-			     "EFA: %s", op, how, outcome_name(st));
+			     "EFA: %s", op, how, t_outcome_name(st));
 		}
 	}
 	return failures ? 1 : 0;
