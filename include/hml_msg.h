@@ -23,7 +23,7 @@ struct hml_rx {
 	struct hml_rx *prev, *next;	/* posting order; NULL when unlinked */
 	struct hml_rx *hnext;		/* by context */
 	struct fid_ep *fid;		/* the endpoint or SRX it was posted on */
-	void *context;
+	void *context;			/* NULL: fi_cancel cannot name it */
 	uint64_t flags;
 	fi_addr_t src;			/* for FI_DIRECTED_RECV */
 	uint64_t tag, ignore;
@@ -33,7 +33,6 @@ struct hml_rx {
 	bool silent;			/* FI_COMPLETION added: swallow it */
 	bool in_use;			/* multi-receive the provider fills */
 	bool unclaimable;		/* the provider refused its cancel */
-	bool no_context;		/* posted without one: uncancellable */
 	size_t used;			/* FI_MULTI_RECV: bytes taken */
 	size_t min_multi;
 	size_t count;

@@ -141,6 +141,16 @@ static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
 	return n ? n : -FI_EAGAIN;
 }
 
+/* The provider's read, or its readfrom as the application called. Not
+ * derived from src: util's read calls the CQ's readfrom op, ours, with
+ * src NULL, and must not be sent back to read. */
+static ssize_t prov_read(struct hml_cq *c, void *buf, size_t count,
+			 fi_addr_t *src, bool from)
+{
+	return from ? c->prov->readfrom(c->cq, buf, count, src) :
+		      c->prov->read(c->cq, buf, count);
+}
+
 /*
  * util's sread reads through the CQ's ops, so the shim's sread (below)
  * answers there too. It hands out none of its own entries there, so that
@@ -154,8 +164,7 @@ static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
 {
 	nested_pump = true;
 	if (!filtering(c))
-		return src ? c->prov->readfrom(c->cq, buf, count, src) :
-			     c->prov->read(c->cq, buf, count);
+		return prov_read(c, buf, count, src, src != NULL);
 	hml_cq_pump(c);
 	if (pending(c))
 		c->prov->signal(c->cq);
@@ -178,13 +187,6 @@ static bool quiet(struct hml_cq *c)
 {
 	return !(__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) |
 		 __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE)) && in_sread != c;
-}
-
-static ssize_t prov_read(struct hml_cq *c, void *buf, size_t count,
-			 fi_addr_t *src, bool from)
-{
-	return from ? c->prov->readfrom(c->cq, buf, count, src) :
-		      c->prov->read(c->cq, buf, count);
 }
 
 static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,

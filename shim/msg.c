@@ -237,7 +237,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			pthread_mutex_unlock(&q->lock);
 			return HML_PASS;
 		}
-		if (r->no_context) {
+		if (!r->context) {
 			pthread_mutex_unlock(&q->lock);
 			hml_warn_once("a receive posted without a context cannot "
 				      "be taken back (fi_cancel needs one): a "

@@ -94,7 +94,6 @@ static struct hml_rx *rx_new(struct hml_rxq *q, struct fid_ep *fid,
 	r->tag = m->tag;
 	r->ignore = m->ignore;
 	r->tagged = tagged;
-	r->no_context = !m->context;
 	r->min_multi = q->min_multi_recv;
 	/* A receive that completes without an entry would stay recorded
 	 * for ever: ask for the entry, and swallow it (filter_one). */
@@ -494,7 +493,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	 * receive's own flags will do (a CQ of format CONTEXT has none:
 	 * such a receive stays recorded). */
 	if (!r || (e->flags & NOT_RECV) ||
-	    (r->no_context && !(e->flags & FI_RECV)))
+	    (!r->context && !(e->flags & FI_RECV)))
 		return true;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
 		hml_rx_unlink(q, r);

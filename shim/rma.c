@@ -78,7 +78,7 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 		.src_addr = FI_ADDR_NOTAVAIL,
 	};
 	int err, terr;
-	ssize_t ret;
+	ssize_t ret = 0;
 
 	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
 		return HML_PASS;
@@ -91,15 +91,11 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	 * it cannot classify (no such key) it must judge itself. */
 	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
 	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL)) {
-		if (!terr)
-			hml_side_put(mrs, msg->rma_iov_count);
-		return HML_PASS;
+		ret = HML_PASS;
+		goto out;
 	}
-	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine))) {
-		if (!terr)
-			hml_side_put(mrs, msg->rma_iov_count);
-		return ret;
-	}
+	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine)))
+		goto out;
 
 	c.err = err ? -err : -terr;
 	if (!c.err && mine.len != theirs.len)
@@ -113,11 +109,13 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 		c.len = mine.len;
 		complete_target(t, msg, flags, mrs, c.len, kind);
 	}
-	if (!terr)
-		hml_side_put(mrs, msg->rma_iov_count);
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
-	return 0;
+out:
+	/* A failed hml_side_target holds no region. */
+	if (!terr)
+		hml_side_put(mrs, msg->rma_iov_count);
+	return ret;
 }
 
 /* Each call: resolve the destination (a few loads when it is another
