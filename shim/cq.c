@@ -5,6 +5,14 @@
  * complete (recv.c) is read through the shim: each provider entry passes
  * the receive records first, so that a receive's completion retires its
  * record and the cancels the shim asked for never reach the application.
+ *
+ * Providers call their own CQ's ops through the fid (util's read calls
+ * fi_cq_readfrom, its sread fi_cq_readfrom too), so those calls land in
+ * the wrappers below. No loop can form because each wrapper forwards only
+ * to the provider's op of its own name (read to read, readfrom to
+ * readfrom, sread to sread), whatever its arguments; the one exception,
+ * the pump, calls the provider's readfrom, which no provider implements
+ * through the fid.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -160,11 +168,11 @@ static ssize_t prov_read(struct hml_cq *c, void *buf, size_t count,
  * waking util if all it found were for the shim.
  */
 static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
-		      fi_addr_t *src)
+		      fi_addr_t *src, bool from)
 {
 	nested_pump = true;
 	if (!filtering(c))
-		return prov_read(c, buf, count, src, src != NULL);
+		return prov_read(c, buf, count, src, from);
 	hml_cq_pump(c);
 	if (pending(c))
 		c->prov->signal(c->cq);
@@ -197,7 +205,7 @@ static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 	if (!buf || !count)
 		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
 	if (in_sread == c)
-		return nested(c, buf, count, src);
+		return nested(c, buf, count, src, from);
 	if (filtering(c))
 		return pumped(c, buf, count, src);
 	n = hml_cq_take(c, buf, count, src);
@@ -289,14 +297,15 @@ static bool enough(const struct hml_cq *c, const void *cond, ssize_t n)
 
 /* Sleep in the provider's sread, into buf; its entries counted. */
 static ssize_t prov_sread(struct hml_cq *c, void *buf, size_t count,
-			  fi_addr_t *src, const void *cond, int timeout)
+			  fi_addr_t *src, bool from, const void *cond,
+			  int timeout)
 {
 	ssize_t m;
 
 	in_sread = c;
 	nested_pump = false;
-	m = src ? c->prov->sreadfrom(c->cq, buf, count, src, cond, timeout) :
-		  c->prov->sread(c->cq, buf, count, cond, timeout);
+	m = from ? c->prov->sreadfrom(c->cq, buf, count, src, cond, timeout) :
+		   c->prov->sread(c->cq, buf, count, cond, timeout);
 	in_sread = NULL;
 	if (m > 0 && filtering(c) && !nested_pump)
 		m = refilter(c, buf, m, src);
@@ -317,7 +326,7 @@ static int since(long start)
 }
 
 static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
-		     fi_addr_t *src, const void *cond, int timeout)
+		     fi_addr_t *src, bool from, const void *cond, int timeout)
 {
 	ssize_t n = 0, m = 0;
 	long start = now_ms();
@@ -335,10 +344,10 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	 * leave the provider's wakeup set: spend it first, or this sread
 	 * would end at once. */
 	if (__atomic_exchange_n(&c->stray, false, __ATOMIC_ACQ_REL))
-		m = prov_sread(c, rest, count - n, src ? src + n : NULL,
+		m = prov_sread(c, rest, count - n, src ? src + n : NULL, from,
 			       less_cond(c, cond, n), 1);
 	while (m <= 0) {
-		m = prov_sread(c, rest, count - n, src ? src + n : NULL,
+		m = prov_sread(c, rest, count - n, src ? src + n : NULL, from,
 			       less_cond(c, cond, n), timeout);
 		/* A provider whose sread reads its queue itself (sockets, the
 		 * EFA double's shm) stops at an error: it may be a cancel the
@@ -375,7 +384,7 @@ static ssize_t hml_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 
 	if (c->wait_obj == FI_WAIT_NONE || !buf || !count)
 		return c->prov->sread(cq, buf, count, cond, timeout);
-	return sread(c, buf, count, NULL, cond, timeout);
+	return sread(c, buf, count, NULL, false, cond, timeout);
 }
 
 static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
@@ -385,7 +394,7 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 
 	if (c->wait_obj == FI_WAIT_NONE || !buf || !count)
 		return c->prov->sreadfrom(cq, buf, count, src, cond, timeout);
-	return sread(c, buf, count, src, cond, timeout);
+	return sread(c, buf, count, src, true, cond, timeout);
 }
 
 /* A shim entry was queued: wake whoever may sleep on the CQ, through the
