@@ -8,6 +8,12 @@
  * Provider tables are static and shared with provider-internal objects, so
  * they are never written; fids are never translated, so binds, EQ entries,
  * contexts and FI_PEER objects stay exactly as the provider made them.
+ *
+ * Wrappers call the provider through its saved tables, never through the
+ * fid, and a pass-through forwards to the provider's op of the wrapper's
+ * own name: providers call their own ops through the fid (util's CQ read
+ * calls fi_cq_readfrom), so a wrapper forwarding to another op could be
+ * called back by it for ever. cq.c says where it departs from this.
  */
 #ifndef HML_H
 #define HML_H
@@ -211,6 +217,7 @@ void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
 
 /* ep.c */
 enum {
+	HML_CNTR_NONE = -1,
 	HML_CNTR_SEND,
 	HML_CNTR_RECV,
 	HML_CNTR_READ,
@@ -257,6 +264,9 @@ struct hml_ep {
 	struct hml_ep *srx;		/* shared receive context bound */
 
 	struct hml_rxq *rxq;		/* recv.c: created when tracking starts */
+	bool early_rx;			/* recv.c: receives were posted before
+					 * it: the provider holds some the
+					 * shim never saw */
 
 	/* selfaddr.c */
 	struct hml_ep *self_next;

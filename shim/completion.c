@@ -169,7 +169,8 @@ bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf)
 /*
  * The initiator's completion: an entry unless the operation asked for none
  * (an inject, or no FI_COMPLETION on an endpoint bound with
- * FI_SELECTIVE_COMPLETION); errors always. Counters count both.
+ * FI_SELECTIVE_COMPLETION); errors always. Counters count both, unless
+ * the provider counted the operation (HML_CNTR_NONE).
  */
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr)
@@ -181,5 +182,6 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 
 	if (report && b->tx_cq)
 		hml_cq_push(b->tx_cq, c);
-	hml_cntr_bump(b->cntr[cntr], c->len, c->err);
+	if (cntr != HML_CNTR_NONE)
+		hml_cntr_bump(b->cntr[cntr], c->len, c->err);
 }

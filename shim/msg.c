@@ -175,6 +175,75 @@ static fi_addr_t source(struct hml_ep *e, struct hml_ep *t)
 }
 
 /*
+ * No recorded receive takes the message, but the provider may hold one
+ * posted before the shim recorded the endpoint's receives: holding the
+ * message for a later receive could then wait for ever (fi_loopback posts
+ * before it inserts its own address). Host memory goes to the provider;
+ * device memory goes as a host copy, which the provider takes only up to
+ * inject_size. A larger one is held, as README's Limits say.
+ */
+static bool early(const struct hml_rxq *q, const struct hml_side *src,
+		  const struct hml_ep *e)
+{
+	if (!__atomic_load_n(&q->owner->early_rx, __ATOMIC_RELAXED))
+		return false;
+	if (!src->device || src->len <= e->inject_size)
+		return true;
+	hml_warn_once("a same-process send of %zu bytes of device memory, "
+		      "over inject_size, to an endpoint that posted receives "
+		      "before its address was in an address vector waits for "
+		      "a receive posted after", src->len);
+	return false;
+}
+
+/* The message, from a host buffer, injected by the provider: the buffer
+ * is free when the call returns. */
+static ssize_t prov_inject(struct hml_ep *e, const struct fi_msg_tagged *m,
+			   uint64_t flags, int tagged, const void *buf,
+			   size_t len)
+{
+	if (flags & FI_REMOTE_CQ_DATA)
+		return tagged ? e->prov_tagged->injectdata(e->ep, buf, len,
+						m->data, m->addr, m->tag) :
+				e->prov_msg->injectdata(e->ep, buf, len,
+						m->data, m->addr);
+	return tagged ? e->prov_tagged->inject(e->ep, buf, len, m->addr,
+					       m->tag) :
+			e->prov_msg->inject(e->ep, buf, len, m->addr);
+}
+
+/* A device message the provider must match: it injects a host copy,
+ * counted by the provider as its injects are, and the send's completion
+ * is the shim's to report (sendmsg's FI_INJECT would keep the buffer
+ * short, but udp;ofi_rxd then drops the context and the data). */
+static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
+		      uint64_t flags, int tagged, bool inject,
+		      const struct hml_side *src)
+{
+	struct hml_side host = { .count = 1, .len = src->len };
+	struct hml_cqe c = {
+		.op_context = m->context,
+		.flags = (tagged ? FI_TAGGED : FI_MSG) | FI_SEND,
+		.len = src->len,
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
+	void *buf = malloc(src->len ? src->len : 1);
+	ssize_t ret;
+
+	if (!buf)
+		return -FI_ENOMEM;
+	host.mem[0].type = HML_MEM_HOST;
+	host.iov[0] = (struct iovec) { buf, src->len };
+	ret = hml_move(&host, src, src->len);
+	if (!ret)
+		ret = prov_inject(e, m, flags, tagged, buf, src->len);
+	free(buf);
+	if (!ret)
+		hml_complete_tx(e, &c, flags, inject, HML_CNTR_NONE);
+	return ret;
+}
+
+/*
  * HML_PASS when the provider should carry it; otherwise 0, with the
  * message delivered or held and the sender's completion reported.
  */
@@ -219,6 +288,11 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			pthread_mutex_unlock(&q->lock);
 			sched_yield();
 			continue;
+		}
+		if (!r && !u && early(q, &src, e)) {
+			pthread_mutex_unlock(&q->lock);
+			return src.device ? bounce(e, m, flags, tagged, inject,
+						   &src) : HML_PASS;
 		}
 		if (!r && u) {
 			hml_rx_hold(q, u, tagged);

@@ -385,12 +385,22 @@ void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 	q->unexp_tail[tagged] = &u->next;
 }
 
+/* A receive the shim does not record: should the endpoint be tracked
+ * later, messages from this process must not wait for a recorded receive
+ * while the provider may hold a matching one (msg.c). A store once. */
+static struct hml_ep *untracked(struct hml_ep *o)
+{
+	if (!__atomic_load_n(&o->early_rx, __ATOMIC_RELAXED))
+		__atomic_store_n(&o->early_rx, true, __ATOMIC_RELAXED);
+	return o;
+}
+
 /* The receive wrappers: for an endpoint that is in no address vector of
- * this process, one load more than the provider's call. The message is
+ * this process, two loads more than the provider's call. The message is
  * put in fi_msg_tagged form only for one that is. */
 #define RECV(e, table, fid, flags, tagged, call, ...) ({		\
 	struct hml_rxq *q_ = hml_rxq_of(e);				\
-	!q_ ? hml_rx_owner(e)->prov_##table->call :			\
+	!q_ ? untracked(hml_rx_owner(e))->prov_##table->call :		\
 	      post(q_, fid, &(struct fi_msg_tagged) { __VA_ARGS__ },	\
 		   flags, tagged); })
 

@@ -139,6 +139,8 @@ void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
 	t_fi(fi_av_open(f->domain, &av_attr, &e->av, NULL));
 	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
 	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
+	if (o && o->cntr)
+		t_fi(fi_ep_bind(e->ep, &o->cntr->fid, o->cntr_flags));
 	t_fi(fi_enable(e->ep));
 	e->namelen = sizeof(e->name);
 	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));

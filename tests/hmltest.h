@@ -38,6 +38,8 @@ struct t_opts {
 	enum fi_cq_format cq_format;	/* default FI_CQ_FORMAT_TAGGED */
 	uint64_t tx_op_flags;
 	enum fi_threading threading;
+	struct fid_cntr *cntr;		/* t_ep_open binds it, with: */
+	uint64_t cntr_flags;
 };
 
 struct t_fabric {
