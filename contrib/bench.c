@@ -135,7 +135,7 @@ static void usage(FILE *f)
 "Usage:\n"
 "  hmemloop hmemloop-bench [-p PROVIDER] [--sizes MIN:MAX] [--iters N]\n"
 "                          [--max-time S] [--csv FILE] [--quick]\n"
-"                          [--staging-copy async|sync]\n"
+"                          [--staging-copy async|sync] [--hmem]\n"
 "  hmemloop-bench --no-shim [same options]\n"
 "  hmemloop hmemloop-bench --cross [-p PROVIDER] [--sizes MIN:MAX]\n"
 "                          [--iters N] [--max-time S] [--csv FILE] [--quick]\n"
@@ -155,6 +155,9 @@ static void usage(FILE *f)
 "  --quick              smoke run: --sizes 8:4096 --iters 20\n"
 "  --staging-copy K     staging copies: async (cuMemcpyAsync on a stream,\n"
 "                       default) or sync (cuMemcpy)\n"
+"  --hmem               ask the provider for FI_HMEM and register device\n"
+"                       buffers as FI_HMEM_CUDA: with --no-shim, fi_write,\n"
+"                       fi_read and fi_send are the provider's own copies\n"
 "\n"
 "--cross times the same between a buffer on GPU 0 and one on GPU 1, both\n"
 "ways: the ceiling is the faster of cuMemcpyPeerAsync and cuMemcpyAsync,\n"
@@ -173,7 +176,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SIZES = 256, OPT_ITERS, OPT_CSV, OPT_QUICK, OPT_NO_SHIM,
 	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
-	OPT_STAGING, OPT_CHILD, OPT_CROSS,
+	OPT_STAGING, OPT_CHILD, OPT_CROSS, OPT_HMEM,
 };
 
 static const struct option long_opts[] = {
@@ -190,6 +193,7 @@ static const struct option long_opts[] = {
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "msg-size", required_argument, NULL, OPT_MSG_SIZE },
 	{ "staging-copy", required_argument, NULL, OPT_STAGING },
+	{ "hmem", no_argument, NULL, OPT_HMEM },
 	{ "pp-child", required_argument, NULL, OPT_CHILD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -228,6 +232,7 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
 		b_opt.staging_sync = !strcmp(arg, "sync");
 		break;
 	case OPT_CHILD: b_opt.child_role = arg; break;
+	case OPT_HMEM: b_opt.hmem = true; break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(2);
 	}

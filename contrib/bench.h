@@ -39,6 +39,7 @@ struct b_opts {
 	bool passthrough;
 	bool cross;			/* mode 1 between GPU 0 and GPU 1 */
 	bool staging_sync;		/* staging copies with cuMemcpy */
+	bool hmem;			/* ask for FI_HMEM, register CUDA */
 	int runs;
 	const char *lib;
 	size_t msg_size;		/* mode 2 */
@@ -125,7 +126,9 @@ void b_fab_close(struct b_fab *f);
 void b_ep_open(struct b_ep *e, struct b_fab *f);
 void b_ep_close(struct b_ep *e);
 fi_addr_t b_av_insert(struct b_ep *e, const void *name);
-struct fid_mr *b_mr_reg(struct b_fab *f, void *buf, size_t len, uint64_t key);
+/* gpu: the CUDA device of buf, or -1 for host memory. */
+struct fid_mr *b_mr_reg(struct b_fab *f, void *buf, size_t len, uint64_t key,
+			int gpu);
 void b_mr_close(struct fid_mr *mr);
 /* The address an initiator names for the start of a registered buffer. */
 uint64_t b_raddr(const struct b_fab *f, const void *buf);

@@ -111,6 +111,13 @@ struct b_results {
 	struct b_point p[B_MAX_DIRS][NMETHODS][B_MAX_SIZES];
 };
 
+/* A method this run leaves out: one that needs hmemloop, without it,
+ * unless the provider copies device memory itself (--hmem). */
+static inline bool b_left_out(const struct b_results *r, int m)
+{
+	return b_mode->methods[m].hmemloop && !r->shim && !b_opt.hmem;
+}
+
 /* bench_report.c */
 void b_report_header(const struct b_ctx *c, const struct b_results *r);
 void b_report_tables(const struct b_results *r);

@@ -568,7 +568,8 @@ int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 	for (int l = 0; l < NLOC; l++) {
 		if (!c->buf[l])
 			continue;
-		c->mr[l] = b_mr_reg(&c->fab, c->buf[l], len, l + 1);
+		c->mr[l] = b_mr_reg(&c->fab, c->buf[l], len, l + 1,
+				    l <= DEV_B ? c->gpu[l] : -1);
 		c->desc[l] = fi_mr_desc(c->mr[l]);
 		c->key[l] = fi_mr_key(c->mr[l]);
 	}
@@ -664,7 +665,7 @@ const struct b_mode b_mode_same = {
 	.ndirs = sizeof(same_dirs) / sizeof(same_dirs[0]),
 	.methods = same_methods,
 	.buffers = "cuMemAlloc on the device, cuMemHostAlloc (pinned) on the "
-		"host, all registered with fi_mr_reg as ordinary memory "
+		"host, all registered as ordinary memory "
 		"(no FI_HMEM)",
 	.ceiling = "the faster of ceiling_async (cuMemcpyAsync on a "
 		"non-blocking stream + cuStreamSynchronize) and ceiling_sync "
@@ -681,7 +682,7 @@ const struct b_mode b_mode_cross = {
 	.ndirs = sizeof(cross_dirs) / sizeof(cross_dirs[0]),
 	.methods = cross_methods,
 	.buffers = "cuMemAlloc on GPU 0 and on GPU 1, each in its device's "
-		"primary context, registered with fi_mr_reg as ordinary "
+		"primary context, registered as ordinary "
 		"memory (no FI_HMEM) on one endpoint pair",
 	.ceiling = "the faster of ceiling_peer (cuMemcpyPeerAsync on a "
 		"non-blocking stream of the source's context + "

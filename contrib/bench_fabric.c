@@ -1,7 +1,8 @@
 /*
  * Provider setup and completion waits shared by both modes. The bench asks
  * for what an application that has never heard of device memory asks for:
- * no FI_HMEM, as in libfabric issue 12328.
+ * no FI_HMEM, as in libfabric issue 12328; with --hmem, for what one that
+ * knows asks for.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,10 @@ int b_fab_open(struct b_fab *f, const char *prov)
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (b_opt.hmem) {
+		hints->caps |= FI_HMEM;
+		hints->domain_attr->mr_mode |= FI_MR_HMEM;
+	}
 	hints->fabric_attr->prov_name = strdup(prov);
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
 	fi_freeinfo(hints);
@@ -141,15 +146,28 @@ fi_addr_t b_av_insert(struct b_ep *e, const void *name)
 }
 
 /* Registered as ordinary memory: the application does not know that
- * the buffer is on the device. */
-struct fid_mr *b_mr_reg(struct b_fab *f, void *buf, size_t len, uint64_t key)
+ * the buffer is on the device. With --hmem it does, and says which. */
+struct fid_mr *b_mr_reg(struct b_fab *f, void *buf, size_t len, uint64_t key,
+			int gpu)
 {
-	uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
-			  FI_REMOTE_READ | FI_REMOTE_WRITE;
+	struct iovec iov = { buf, len };
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov,
+		.iov_count = 1,
+		.access = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+			  FI_REMOTE_READ | FI_REMOTE_WRITE,
+		.requested_key = key,
+		.iface = b_opt.hmem && gpu >= 0 ? FI_HMEM_CUDA : FI_HMEM_SYSTEM,
+		.device.cuda = gpu,
+	};
 	struct fid_mr *mr;
+	int ret = fi_mr_regattr(f->domain, &attr, 0, &mr);
 
-	fi_check(fi_mr_reg(f->domain, buf, len, access, 0, key, 0, &mr, NULL),
-		 "fi_mr_reg");
+	if (ret == -FI_ENOSYS && attr.iface == FI_HMEM_CUDA)
+		b_die("--hmem: the provider cannot register CUDA memory here "
+		      "(a libfabric without CUDA support, or whose CUDA support "
+		      "did not start)");
+	fi_check(ret, "fi_mr_regattr");
 	return mr;
 }
 

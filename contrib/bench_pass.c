@@ -575,9 +575,9 @@ static void peer_open(struct peer *p)
 	p->sbuf = page_alloc(p->len);
 	p->rbuf = page_alloc(p->len);
 	p->tbuf = page_alloc(p->len);
-	p->smr = b_mr_reg(&p->fab, p->sbuf, p->len, 1);
-	p->rmr = b_mr_reg(&p->fab, p->rbuf, p->len, 2);
-	p->tmr = b_mr_reg(&p->fab, p->tbuf, p->len, 3);
+	p->smr = b_mr_reg(&p->fab, p->sbuf, p->len, 1, -1);
+	p->rmr = b_mr_reg(&p->fab, p->rbuf, p->len, 2, -1);
+	p->tmr = b_mr_reg(&p->fab, p->tbuf, p->len, 3, -1);
 	hex_out(p->e.name, p->e.namelen, fi_mr_key(p->tmr),
 		b_raddr(&p->fab, p->tbuf));
 	hex_in(p);

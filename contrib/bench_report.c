@@ -89,8 +89,7 @@ static const char *no_number(const struct b_results *r, int d, int m, int s)
 	const struct b_point *p = point(r, d, m, s);
 
 	if (!p || p->status == P_NONE)
-		return m != CEIL && b_mode->methods[m].hmemloop && !r->shim ?
-		       "no-shim" : "-";
+		return m != CEIL && b_left_out(r, m) ? "no-shim" : "-";
 	switch (p->status) {
 	case P_UNAVAIL: return "n/a";
 	case P_FAILED: return "failed";
@@ -129,6 +128,9 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 	if (r->shim)
 		printf("hmemloop: enabled (fi_write, fi_read and fi_send go "
 		       "through it)\n");
+	else if (b_opt.hmem)
+		printf("hmemloop: not used (--no-shim): fi_write, fi_read and "
+		       "fi_send are the provider's own FI_HMEM copies\n");
 	else
 		printf("hmemloop: not used (--no-shim): %s only\n",
 		       b_mode->no_shim);
@@ -139,6 +141,9 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 	       b_size_str(b_opt.max_size, b, sizeof(b)), b_opt.iters,
 	       b_opt.max_time);
 	printf("buffers: %s\n", b_mode->buffers);
+	if (b_opt.hmem)
+		printf("--hmem: FI_HMEM asked for, FI_MR_HMEM set, device "
+		       "buffers registered as FI_HMEM_CUDA with their device\n");
 	printf("ceiling: %s\n", b_mode->ceiling);
 	if (b_has(M_STAGING))
 		printf("staging: copies with %s\n", b_opt.staging_sync ?

@@ -229,7 +229,7 @@ static void check_methods(struct b_ctx *c, struct b_results *r)
 		for (int d = 0; d < b_mode->ndirs; d++) {
 			const struct b_dir *dir = &b_mode->dirs[d];
 
-			if (mt->hmemloop && !r->shim) {
+			if (b_left_out(r, m)) {
 				mark(r, d, m, 0, P_NONE, "");
 			} else if (r->why[m][0]) {
 				mark(r, d, m, 0, P_UNAVAIL, r->why[m]);
@@ -343,7 +343,7 @@ static void measure_all(struct b_ctx *c, struct b_results *r)
 				struct b_point *p = &r->p[d][m][s];
 
 				if (!b_has(m) || p->status != P_NONE ||
-				    (mt->hmemloop && !r->shim))
+				    b_left_out(r, m))
 					continue;
 				if (!measure(c, m, dir, r->sizes[s], p, v))
 					continue;
