@@ -665,8 +665,7 @@ const struct b_mode b_mode_same = {
 	.ndirs = sizeof(same_dirs) / sizeof(same_dirs[0]),
 	.methods = same_methods,
 	.buffers = "cuMemAlloc on the device, cuMemHostAlloc (pinned) on the "
-		"host, all registered as ordinary memory "
-		"(no FI_HMEM)",
+		"host",
 	.ceiling = "the faster of ceiling_async (cuMemcpyAsync on a "
 		"non-blocking stream + cuStreamSynchronize) and ceiling_sync "
 		"(cuMemcpy + cuStreamSynchronize of the legacy stream) at "
@@ -682,8 +681,7 @@ const struct b_mode b_mode_cross = {
 	.ndirs = sizeof(cross_dirs) / sizeof(cross_dirs[0]),
 	.methods = cross_methods,
 	.buffers = "cuMemAlloc on GPU 0 and on GPU 1, each in its device's "
-		"primary context, registered as ordinary "
-		"memory (no FI_HMEM) on one endpoint pair",
+		"primary context, on one endpoint pair",
 	.ceiling = "the faster of ceiling_peer (cuMemcpyPeerAsync on a "
 		"non-blocking stream of the source's context + "
 		"cuStreamSynchronize) and ceiling_uva (cuMemcpyAsync, unified "

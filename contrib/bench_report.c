@@ -142,8 +142,11 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 	       b_opt.max_time);
 	printf("buffers: %s\n", b_mode->buffers);
 	if (b_opt.hmem)
-		printf("--hmem: FI_HMEM asked for, FI_MR_HMEM set, device "
-		       "buffers registered as FI_HMEM_CUDA with their device\n");
+		printf("registered: --hmem: FI_HMEM asked for, FI_MR_HMEM set, "
+		       "device buffers as FI_HMEM_CUDA with their device\n");
+	else
+		printf("registered: as ordinary memory, no FI_HMEM asked for, "
+		       "as in libfabric issue 12328\n");
 	printf("ceiling: %s\n", b_mode->ceiling);
 	if (b_has(M_STAGING))
 		printf("staging: copies with %s\n", b_opt.staging_sync ?
