@@ -73,8 +73,11 @@ static void load(void)
 	proc_fn proc;
 	CUresult r;
 
+	/* Said at the default level: device memory then goes to the
+	 * provider, which cannot copy it. */
 	if (!lib) {
-		hml_info("%s: %s: no device memory here", path, dlerror());
+		hml_warn("cannot open the CUDA driver %s: %s: device memory "
+			 "is not recognised", path, dlerror());
 		return;
 	}
 	proc = (proc_fn) dlsym(lib, "cuGetProcAddress_v2");
