@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +177,23 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	if (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
 		return (uintptr_t) m->base + off;
 	return off;
+}
+
+int t_rerun(char *const args[], const char *var, const char *value)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	if (!pid) {
+		setenv(var, value, 1);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	t_assert(waitpid(pid, &st, 0) == pid, "waitpid");
+	return st;
 }
 
 double t_now(void)

@@ -77,6 +77,10 @@ void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
 
+/* Run this program again with args (argv[0] first) and var=value in its
+ * environment; its wait status. */
+int t_rerun(char *const args[], const char *var, const char *value);
+
 /* Monotonic seconds; how long a test waits for what must come (seconds,
  * HMEMLOOP_TEST_WAIT, default 10). */
 double t_now(void);
