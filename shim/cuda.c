@@ -109,15 +109,16 @@ static void load(void)
 	hml_info("%s loaded", path);
 }
 
+static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A failure is logged once per call and error, not once per operation. */
 static int failed(const char *call, CUresult r)
 {
 	static struct { const char *call; CUresult r; } seen[32];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	const char *name = "?";
 	size_t i;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&failed_lock);
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]) && seen[i].call; i++)
 		if (seen[i].call == call && seen[i].r == r)
 			break;
@@ -128,7 +129,7 @@ static int failed(const char *call, CUresult r)
 		hml_warn("%s: %s: the operation completes with an error", call,
 			 name);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&failed_lock);
 	return -FI_EIO;
 }
 
@@ -218,23 +219,39 @@ static CUresult stream_for(CUcontext ctx, CUstream *stream)
 
 /* VMM memory has no context of its own: use its device's primary context,
  * retained once and kept, since the process has memory on that device. */
+static CUcontext primaries[64];
+
 static CUresult primary(int ordinal, CUcontext *ctx)
 {
-	static CUcontext ctxs[64];
 	CUdevice dev;
 	CUresult r;
 
 	if (ordinal < 0 || ordinal >= 64)
 		return CUDA_ERROR_INVALID_DEVICE;
-	*ctx = __atomic_load_n(&ctxs[ordinal], __ATOMIC_ACQUIRE);
+	*ctx = __atomic_load_n(&primaries[ordinal], __ATOMIC_ACQUIRE);
 	if (*ctx)
 		return CUDA_SUCCESS;
 	r = cu.device_get(&dev, ordinal);
 	if (!r)
 		r = cu.primary_retain(ctx, dev);
 	if (!r)
-		__atomic_store_n(&ctxs[ordinal], *ctx, __ATOMIC_RELEASE);
+		__atomic_store_n(&primaries[ordinal], *ctx, __ATOMIC_RELEASE);
 	return r;
+}
+
+/* The child of a fork() is a new process: the parent's streams and
+ * retained contexts are not its own, and the lock may have been held by
+ * a thread it does not have. */
+static void forked(void)
+{
+	memset(&streams, 0, sizeof(streams));
+	memset(primaries, 0, sizeof(primaries));
+	pthread_mutex_init(&failed_lock, NULL);
+}
+
+__attribute__((constructor)) static void cuda_init(void)
+{
+	pthread_atfork(NULL, NULL, forked);
 }
 
 /* Make a context of where's device current, unless one is: *pushed says
