@@ -316,13 +316,20 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr)
 
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 {
+	CUstream stream;
 	CUcontext ctx;
 	CUresult r;
 
+	/* No stream: nothing for end to wait for. */
+	c->stream = NULL;
 	c->err = enter(where, &ctx, &c->pushed);
-	if (!c->err && (r = stream_for(ctx, &c->stream)))
-		c->err = failed("cuStreamCreate", r);
-	return c->err;
+	if (c->err)
+		return c->err;
+	r = stream_for(ctx, &stream);
+	if (r)
+		return c->err = failed("cuStreamCreate", r);
+	c->stream = stream;
+	return 0;
 }
 
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
@@ -342,8 +349,9 @@ int hml_copy_end(struct hml_copy *c)
 	CUresult r;
 
 	/* Nothing is complete before the stream is: device-to-device copies
-	 * return before the bytes move. */
-	if (!c->err && (r = cu.stream_sync(c->stream)))
+	 * return before the bytes move, and the pieces queued before one
+	 * that failed are still moving. The first error is the one told. */
+	if (c->stream && (r = cu.stream_sync(c->stream)) && !c->err)
 		c->err = failed("cuStreamSynchronize", r);
 	leave(c->pushed);
 	return c->err;
