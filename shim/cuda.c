@@ -24,6 +24,7 @@ static struct {
 				  void **data, CUdeviceptr ptr);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*ctx_get_current)(CUcontext *ctx);
 	CUresult (*ctx_push)(CUcontext ctx);
 	CUresult (*ctx_pop)(CUcontext *ctx);
@@ -46,6 +47,7 @@ static const struct {
 	SYM("cuPointerGetAttributes", pointer_attrs),
 	SYM("cuDeviceGet", device_get),
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
+	SYM("cuDevicePrimaryCtxRelease", primary_release),
 	SYM("cuCtxGetCurrent", ctx_get_current),
 	SYM("cuCtxPushCurrent", ctx_push),
 	SYM("cuCtxPopCurrent", ctx_pop),
@@ -217,6 +219,34 @@ static CUresult stream_for(CUcontext ctx, CUstream *stream)
 	return CUDA_SUCCESS;
 }
 
+/* A stream destroyed with its context by a reset of the device: the next
+ * copy on it makes a new one. */
+static void forget_stream(CUstream stream)
+{
+	struct streams *s = &streams;
+	int i, n;
+
+	for (n = 0; n < STREAMS && s->stream[n]; n++)
+		;
+	for (i = 0; i < n && s->stream[i] != stream; i++)
+		;
+	if (i == n)
+		return;
+	s->ctx[i] = s->ctx[n - 1];
+	s->stream[i] = s->stream[n - 1];
+	s->ctx[n - 1] = NULL;
+	s->stream[n - 1] = NULL;
+}
+
+/* What the driver answers for a handle that a reset of the device
+ * (cuDevicePrimaryCtxReset, cudaDeviceReset) destroyed. */
+static bool destroyed(CUresult r)
+{
+	return r == CUDA_ERROR_INVALID_HANDLE ||
+	       r == CUDA_ERROR_INVALID_CONTEXT ||
+	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
 /* VMM memory has no context of its own: use its device's primary context,
  * retained once and kept, since the process has memory on that device. */
 static CUcontext primaries[64];
@@ -237,6 +267,20 @@ static CUresult primary(int ordinal, CUcontext *ctx)
 	if (!r)
 		__atomic_store_n(&primaries[ordinal], *ctx, __ATOMIC_RELEASE);
 	return r;
+}
+
+/* The primary context kept was reset: give back its reference, which the
+ * reset kept, and retain it anew (one thread gives it back). */
+static CUresult reprimary(int ordinal, CUcontext dead, CUcontext *ctx)
+{
+	CUdevice dev;
+
+	if (__atomic_compare_exchange_n(&primaries[ordinal], &dead, NULL,
+					false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE) &&
+	    !cu.device_get(&dev, ordinal))
+		cu.primary_release(dev);
+	return primary(ordinal, ctx);
 }
 
 /* The child of a fork() is a new process: the parent's streams and
@@ -271,6 +315,9 @@ static int enter(const struct hml_mem *where, CUcontext *ctx, bool *pushed)
 	if (cur == *ctx)
 		return 0;
 	r = cu.ctx_push(*ctx);
+	if (r && !where->ctx && destroyed(r) &&
+	    !(r = reprimary(where->dev, *ctx, ctx)))
+		r = cu.ctx_push(*ctx);
 	if (r)
 		return failed("cuCtxPushCurrent", r);
 	*pushed = true;
@@ -322,26 +369,47 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 
 	/* No stream: nothing for end to wait for. */
 	c->stream = NULL;
+	c->queued = false;
 	c->err = enter(where, &ctx, &c->pushed);
 	if (c->err)
 		return c->err;
 	r = stream_for(ctx, &stream);
 	if (r)
 		return c->err = failed("cuStreamCreate", r);
+	c->ctx = ctx;
 	c->stream = stream;
 	return 0;
 }
 
+static CUresult piece(struct hml_copy *c, void *dst, const void *src,
+		      size_t n)
+{
+	return cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
+			       (CUdeviceptr) (uintptr_t) src, n, c->stream);
+}
+
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 {
+	CUstream stream;
 	CUresult r;
 
 	if (c->err)
 		return;
-	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
-			    (CUdeviceptr) (uintptr_t) src, n, c->stream);
+	r = piece(c, dst, src, n);
+	/* A stream of a context reset since: a new one, while nothing is
+	 * queued on the old. */
+	if (r && destroyed(r) && !c->queued) {
+		forget_stream(c->stream);
+		c->stream = NULL;
+		r = stream_for(c->ctx, &stream);
+		if (!r) {
+			c->stream = stream;
+			r = piece(c, dst, src, n);
+		}
+	}
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
+	c->queued |= !r;
 }
 
 int hml_copy_end(struct hml_copy *c)

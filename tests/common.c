@@ -330,6 +330,15 @@ void t_cuda_init(void)
 	t_cu(cuCtxSetCurrent(ctx));
 }
 
+CUresult t_ctx_create(CUcontext *ctx, CUdevice dev)
+{
+#if CUDA_VERSION >= 13000
+	return cuCtxCreate(ctx, NULL, 0, dev);
+#else
+	return cuCtxCreate(ctx, 0, dev);
+#endif
+}
+
 void *t_dev_alloc(size_t n)
 {
 	CUdeviceptr p;

@@ -108,6 +108,8 @@ void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len);
 
 /* CUDA: device 0's primary context, current on the calling thread. */
 void t_cuda_init(void);
+/* A new context of dev, current: cuCtxCreate of the toolkit at hand. */
+CUresult t_ctx_create(CUcontext *ctx, CUdevice dev);
 void *t_dev_alloc(size_t n);
 void t_dev_free(void *p);
 void t_dev_put(void *dev, const void *host, size_t n);

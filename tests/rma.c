@@ -161,7 +161,7 @@ static size_t free_on(CUdevice dev)
 	size_t free_b, total_b;
 
 	t_cu(cuCtxGetCurrent(&before));
-	t_cu(ctx_create(&ctx, dev));
+	t_cu(t_ctx_create(&ctx, dev));
 	t_cu(cuMemGetInfo(&free_b, &total_b));
 	t_cu(cuCtxDestroy(ctx));
 	t_cu(cuCtxGetCurrent(&after));
