@@ -19,6 +19,11 @@
 
 typedef void *(*dlsym_fn)(void *handle, const char *name);
 
+/* Sanitizer runtimes find what they intercept with dlsym(RTLD_NEXT)
+ * before they are ready: the way there must not call into them. */
+#define UNSANITIZED __attribute__((no_sanitize("address", "thread", \
+						 "undefined")))
+
 /* The next dlsym: libc's, or that of an interposer preloaded after us. */
 dlsym_fn hml_next_dlsym;
 
@@ -26,7 +31,7 @@ dlsym_fn hml_find_dlsym(void);
 void *hml_dlsym_handle(void *handle, const char *name);
 HML_EXPORT void *hml_dlsym(void *handle, const char *name);
 
-dlsym_fn hml_find_dlsym(void)
+UNSANITIZED dlsym_fn hml_find_dlsym(void)
 {
 	dlsym_fn fn = (dlsym_fn) dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
 
@@ -36,7 +41,7 @@ dlsym_fn hml_find_dlsym(void)
 	return fn;
 }
 
-void *hml_dlsym_handle(void *handle, const char *name)
+UNSANITIZED void *hml_dlsym_handle(void *handle, const char *name)
 {
 	dlsym_fn next = __atomic_load_n(&hml_next_dlsym, __ATOMIC_ACQUIRE);
 	void *sym = (next ? next : hml_find_dlsym())(handle, name);
