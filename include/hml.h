@@ -67,6 +67,7 @@ void hml_table_copy(void *copy, const void *prov);
 extern __thread int hml_depth;
 #define HML_FORWARD(call) ({ hml_depth++; __typeof__(call) r_ = (call); \
 			     hml_depth--; r_; })
+void *hml_entry_point(const char *name, void *sym);
 
 /* fid.c: every wrapped object starts with this. */
 struct hml_fid {

@@ -24,6 +24,7 @@ static struct {
 				  void **data, CUdeviceptr ptr);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*ctx_get_current)(CUcontext *ctx);
 	CUresult (*ctx_push)(CUcontext ctx);
 	CUresult (*ctx_pop)(CUcontext *ctx);
@@ -46,6 +47,7 @@ static const struct {
 	SYM("cuPointerGetAttributes", pointer_attrs),
 	SYM("cuDeviceGet", device_get),
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
+	SYM("cuDevicePrimaryCtxRelease", primary_release),
 	SYM("cuCtxGetCurrent", ctx_get_current),
 	SYM("cuCtxPushCurrent", ctx_push),
 	SYM("cuCtxPopCurrent", ctx_pop),
@@ -73,8 +75,11 @@ static void load(void)
 	proc_fn proc;
 	CUresult r;
 
+	/* Said at the default level: device memory then goes to the
+	 * provider, which cannot copy it. */
 	if (!lib) {
-		hml_info("%s: %s: no device memory here", path, dlerror());
+		hml_warn("cannot open the CUDA driver %s: %s: device memory "
+			 "is not recognised", path, dlerror());
 		return;
 	}
 	proc = (proc_fn) dlsym(lib, "cuGetProcAddress_v2");
@@ -106,15 +111,16 @@ static void load(void)
 	hml_info("%s loaded", path);
 }
 
+static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A failure is logged once per call and error, not once per operation. */
 static int failed(const char *call, CUresult r)
 {
 	static struct { const char *call; CUresult r; } seen[32];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	const char *name = "?";
 	size_t i;
 
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&failed_lock);
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]) && seen[i].call; i++)
 		if (seen[i].call == call && seen[i].r == r)
 			break;
@@ -125,7 +131,7 @@ static int failed(const char *call, CUresult r)
 		hml_warn("%s: %s: the operation completes with an error", call,
 			 name);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&failed_lock);
 	return -FI_EIO;
 }
 
@@ -213,25 +219,83 @@ static CUresult stream_for(CUcontext ctx, CUstream *stream)
 	return CUDA_SUCCESS;
 }
 
+/* A stream destroyed with its context by a reset of the device: the next
+ * copy on it makes a new one. */
+static void forget_stream(CUstream stream)
+{
+	struct streams *s = &streams;
+	int i, n;
+
+	for (n = 0; n < STREAMS && s->stream[n]; n++)
+		;
+	for (i = 0; i < n && s->stream[i] != stream; i++)
+		;
+	if (i == n)
+		return;
+	s->ctx[i] = s->ctx[n - 1];
+	s->stream[i] = s->stream[n - 1];
+	s->ctx[n - 1] = NULL;
+	s->stream[n - 1] = NULL;
+}
+
+/* What the driver answers for a handle that a reset of the device
+ * (cuDevicePrimaryCtxReset, cudaDeviceReset) destroyed. */
+static bool destroyed(CUresult r)
+{
+	return r == CUDA_ERROR_INVALID_HANDLE ||
+	       r == CUDA_ERROR_INVALID_CONTEXT ||
+	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
 /* VMM memory has no context of its own: use its device's primary context,
  * retained once and kept, since the process has memory on that device. */
+static CUcontext primaries[64];
+
 static CUresult primary(int ordinal, CUcontext *ctx)
 {
-	static CUcontext ctxs[64];
 	CUdevice dev;
 	CUresult r;
 
 	if (ordinal < 0 || ordinal >= 64)
 		return CUDA_ERROR_INVALID_DEVICE;
-	*ctx = __atomic_load_n(&ctxs[ordinal], __ATOMIC_ACQUIRE);
+	*ctx = __atomic_load_n(&primaries[ordinal], __ATOMIC_ACQUIRE);
 	if (*ctx)
 		return CUDA_SUCCESS;
 	r = cu.device_get(&dev, ordinal);
 	if (!r)
 		r = cu.primary_retain(ctx, dev);
 	if (!r)
-		__atomic_store_n(&ctxs[ordinal], *ctx, __ATOMIC_RELEASE);
+		__atomic_store_n(&primaries[ordinal], *ctx, __ATOMIC_RELEASE);
 	return r;
+}
+
+/* The primary context kept was reset: give back its reference, which the
+ * reset kept, and retain it anew (one thread gives it back). */
+static CUresult reprimary(int ordinal, CUcontext dead, CUcontext *ctx)
+{
+	CUdevice dev;
+
+	if (__atomic_compare_exchange_n(&primaries[ordinal], &dead, NULL,
+					false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE) &&
+	    !cu.device_get(&dev, ordinal))
+		cu.primary_release(dev);
+	return primary(ordinal, ctx);
+}
+
+/* The child of a fork() is a new process: the parent's streams and
+ * retained contexts are not its own, and the lock may have been held by
+ * a thread it does not have. */
+static void forked(void)
+{
+	memset(&streams, 0, sizeof(streams));
+	memset(primaries, 0, sizeof(primaries));
+	pthread_mutex_init(&failed_lock, NULL);
+}
+
+__attribute__((constructor)) static void cuda_init(void)
+{
+	pthread_atfork(NULL, NULL, forked);
 }
 
 /* Make a context of where's device current, unless one is: *pushed says
@@ -251,6 +315,9 @@ static int enter(const struct hml_mem *where, CUcontext *ctx, bool *pushed)
 	if (cur == *ctx)
 		return 0;
 	r = cu.ctx_push(*ctx);
+	if (r && !where->ctx && destroyed(r) &&
+	    !(r = reprimary(where->dev, *ctx, ctx)))
+		r = cu.ctx_push(*ctx);
 	if (r)
 		return failed("cuCtxPushCurrent", r);
 	*pushed = true;
@@ -296,25 +363,53 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr)
 
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 {
+	CUstream stream;
 	CUcontext ctx;
 	CUresult r;
 
+	/* No stream: nothing for end to wait for. */
+	c->stream = NULL;
+	c->queued = false;
 	c->err = enter(where, &ctx, &c->pushed);
-	if (!c->err && (r = stream_for(ctx, &c->stream)))
-		c->err = failed("cuStreamCreate", r);
-	return c->err;
+	if (c->err)
+		return c->err;
+	r = stream_for(ctx, &stream);
+	if (r)
+		return c->err = failed("cuStreamCreate", r);
+	c->ctx = ctx;
+	c->stream = stream;
+	return 0;
+}
+
+static CUresult piece(struct hml_copy *c, void *dst, const void *src,
+		      size_t n)
+{
+	return cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
+			       (CUdeviceptr) (uintptr_t) src, n, c->stream);
 }
 
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 {
+	CUstream stream;
 	CUresult r;
 
 	if (c->err)
 		return;
-	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
-			    (CUdeviceptr) (uintptr_t) src, n, c->stream);
+	r = piece(c, dst, src, n);
+	/* A stream of a context reset since: a new one, while nothing is
+	 * queued on the old. */
+	if (r && destroyed(r) && !c->queued) {
+		forget_stream(c->stream);
+		c->stream = NULL;
+		r = stream_for(c->ctx, &stream);
+		if (!r) {
+			c->stream = stream;
+			r = piece(c, dst, src, n);
+		}
+	}
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
+	c->queued |= !r;
 }
 
 int hml_copy_end(struct hml_copy *c)
@@ -322,8 +417,9 @@ int hml_copy_end(struct hml_copy *c)
 	CUresult r;
 
 	/* Nothing is complete before the stream is: device-to-device copies
-	 * return before the bytes move. */
-	if (!c->err && (r = cu.stream_sync(c->stream)))
+	 * return before the bytes move, and the pieces queued before one
+	 * that failed are still moving. The first error is the one told. */
+	if (c->stream && (r = cu.stream_sync(c->stream)) && !c->err)
 		c->err = failed("cuStreamSynchronize", r);
 	leave(c->pushed);
 	return c->err;

@@ -7,6 +7,7 @@
  * passes an older attribute layout, reaches libfabric's compat entry.
  */
 #include <dlfcn.h>
+#include <string.h>
 
 #include "hml.h"
 #include "hml_config.h"
@@ -60,34 +61,47 @@ __asm__(".symver hml_fi_fabric_1_0, fi_fabric@FABRIC_1.0");
 __asm__(".symver hml_fi_fabric, fi_fabric@@FABRIC_1.1");
 __asm__(".symver hml_fi_fabric2, fi_fabric2@@FABRIC_1.8");
 
+/* libfabric's entry points, once found. */
+static fabric_fn real_fabric_1_0, real_fabric;
+static fabric2_fn real_fabric2;
+
 int hml_fi_fabric_1_0(void *attr, struct fid_fabric **fabric, void *context)
 {
-	static fabric_fn fn;
-
-	if (!REAL(fn, "fi_fabric", "FABRIC_1.0"))
+	if (!REAL(real_fabric_1_0, "fi_fabric", "FABRIC_1.0"))
 		return -FI_ENOSYS;
-	return opened(HML_FORWARD(fn(attr, fabric, context)), fabric);
+	return opened(HML_FORWARD(real_fabric_1_0(attr, fabric, context)),
+		      fabric);
 }
 
 int hml_fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		  void *context)
 {
-	static fabric_fn fn;
-
-	if (!REAL(fn, "fi_fabric", "FABRIC_1.1"))
+	if (!REAL(real_fabric, "fi_fabric", "FABRIC_1.1"))
 		return -FI_ENOSYS;
-	return opened(HML_FORWARD(fn(attr, fabric, context)), fabric);
+	return opened(HML_FORWARD(real_fabric(attr, fabric, context)), fabric);
 }
 
 /* libfabric 2.x; on 1.x nothing calls it. */
 int hml_fi_fabric2(struct fi_info *info, struct fid_fabric **fabric,
 		   uint64_t flags, void *context)
 {
-	static fabric2_fn fn;
-
-	if (!REAL(fn, "fi_fabric2", "FABRIC_1.8"))
+	if (!REAL(real_fabric2, "fi_fabric2", "FABRIC_1.8"))
 		return -FI_ENOSYS;
-	return opened(HML_FORWARD(fn(info, fabric, flags, context)), fabric);
+	return opened(HML_FORWARD(real_fabric2(info, fabric, flags, context)),
+		      fabric);
+}
+
+/* dlsym() in a handle found sym for name: the entry point above in place
+ * of libfabric's own. dlsym answers with a symbol's default version. */
+void *hml_entry_point(const char *name, void *sym)
+{
+	if (!strcmp(name, "fi_fabric") &&
+	    sym == (void *) REAL(real_fabric, "fi_fabric", "FABRIC_1.1"))
+		return (void *) hml_fi_fabric;
+	if (!strcmp(name, "fi_fabric2") &&
+	    sym == (void *) REAL(real_fabric2, "fi_fabric2", "FABRIC_1.8"))
+		return (void *) hml_fi_fabric2;
+	return sym;
 }
 
 __attribute__((constructor)) static void hml_init(void)

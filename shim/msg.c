@@ -278,6 +278,8 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			     m->iov_count);
 	if (err == -FI_E2BIG)
 		return HML_PASS;
+	if (err == -FI_EINVAL)		/* lengths past 2^64 */
+		return err;
 	if (!err && (ret = hml_inject_check(e, inject, flags, &src)))
 		return ret;
 	in.src = source(e, t);

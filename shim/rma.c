@@ -87,6 +87,11 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	terr = hml_side_target(&theirs, t, msg->rma_iov, msg->rma_iov_count,
 			       kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
 			       mrs);
+	/* Lengths past 2^64: refused before anything moves. */
+	if (err == -FI_EINVAL) {
+		ret = err;
+		goto out;
+	}
 	/* Host memory on both sides the provider moves correctly; a target
 	 * it cannot classify (no such key) it must judge itself. */
 	if (err == -FI_E2BIG || terr == -FI_E2BIG ||

@@ -67,6 +67,22 @@ void hml_self_remove(struct hml_ep *e)
 	pthread_rwlock_unlock(&self_lock);
 }
 
+/* The child of a fork() is a new process: none of these endpoints is
+ * its own, and every verdict and "all remote" mark goes stale with the
+ * generation. Its only thread may have been forked while another held the
+ * lock. */
+static void forked(void)
+{
+	pthread_rwlock_init(&self_lock, NULL);
+	self_head = NULL;
+	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void self_init(void)
+{
+	pthread_atfork(NULL, NULL, forked);
+}
+
 static struct hml_ep *self_find(const void *addr, size_t len, uint32_t format)
 {
 	struct hml_ep *e;

@@ -4,6 +4,7 @@
  * the bytes go with memcpy between host buffers and with the CUDA driver
  * where a device buffer is involved.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -52,6 +53,12 @@ static int add(struct hml_side *s, void *ptr, size_t len, struct hml_mr *mr)
 
 	if (s->count == HML_IOV_MAX)
 		return -FI_E2BIG;
+	/* Lengths that wrap past 2^64 would pass for a short transfer. */
+	if (len > SIZE_MAX - s->len) {
+		hml_warn_once("the buffer lengths of an operation add up past "
+			      "2^64: -FI_EINVAL");
+		return -FI_EINVAL;
+	}
 	ret = mr ? classify_mr(mr, ptr, m) : hml_cuda_classify(ptr, m);
 	if (ret)
 		return ret;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +181,23 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	return off;
 }
 
+int t_rerun(char *const args[], const char *var, const char *value)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	if (!pid) {
+		setenv(var, value, 1);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	t_assert(waitpid(pid, &st, 0) == pid, "waitpid");
+	return st;
+}
+
 double t_now(void)
 {
 	struct timespec ts;
@@ -312,6 +330,15 @@ void t_cuda_init(void)
 	t_cu(cuDeviceGet(&dev, 0));
 	t_cu(cuDevicePrimaryCtxRetain(&ctx, dev));
 	t_cu(cuCtxSetCurrent(ctx));
+}
+
+CUresult t_ctx_create(CUcontext *ctx, CUdevice dev)
+{
+#if CUDA_VERSION >= 13000
+	return cuCtxCreate(ctx, NULL, 0, dev);
+#else
+	return cuCtxCreate(ctx, 0, dev);
+#endif
 }
 
 void *t_dev_alloc(size_t n)

@@ -79,6 +79,10 @@ void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
 
+/* Run this program again with args (argv[0] first) and var=value in its
+ * environment; its wait status. */
+int t_rerun(char *const args[], const char *var, const char *value);
+
 /* Monotonic seconds; how long a test waits for what must come (seconds,
  * HMEMLOOP_TEST_WAIT, default 10). */
 double t_now(void);
@@ -106,6 +110,8 @@ void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len);
 
 /* CUDA: device 0's primary context, current on the calling thread. */
 void t_cuda_init(void);
+/* A new context of dev, current: cuCtxCreate of the toolkit at hand. */
+CUresult t_ctx_create(CUcontext *ctx, CUdevice dev);
 void *t_dev_alloc(size_t n);
 void t_dev_free(void *p);
 void t_dev_put(void *dev, const void *host, size_t n);

@@ -315,19 +315,10 @@ static void round_of(int dev_a, int dev_b, unsigned seed)
  * one in this process. */
 static void on_double(char **argv)
 {
-	pid_t pid;
-	int st;
+	int st = t_rerun(argv, "CUDA_DOUBLE_DEVICES", "2");
 
-	fflush(stdout);
-	pid = fork();
-	t_assert(pid >= 0, "fork");
-	if (!pid) {
-		setenv("CUDA_DOUBLE_DEVICES", "2", 1);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
-	t_assert(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-		 !WEXITSTATUS(st), "the run on two devices failed");
+	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
+		 "the run on two devices failed");
 	setenv("CUDA_DOUBLE_DEVICES", "3", 1);
 	execv("/proc/self/exe", argv);
 	t_fail("execv: cannot run myself again");

@@ -50,19 +50,19 @@ static const struct tcase {
 
 /* ---- cases in a process of their own ---------------------------------- */
 
-/* The Nth CUDA copy call fails: make hmemloop's first copy the Nth. */
-static void pad_copies(void)
+/* The Nth CUDA copy call fails: make hmemloop's nth copy the Nth. */
+static void pad_copies(unsigned long n)
 {
-	t_assert(copies < FAIL_AT, "test bug: %lu copies before the one that "
-		 "fails", copies);
-	while (copies < FAIL_AT - 1)
+	t_assert(copies <= FAIL_AT - n, "test bug: %lu copies before the one "
+		 "that fails", copies);
+	while (copies < FAIL_AT - n)
 		dev_put(bufs[RO].p, bufs[RO].shadow, 1);
 }
 
 static void fail_copy(struct fx *x, const struct xfer *t, const char *what)
 {
 	prep(t, true);
-	pad_copies();
+	pad_copies(1);
 	issue(x, &x->ia, &x->tb, t, FI_EIO, what);
 	verify_all(what);
 	t_ok("[%s] %s: error %s, nothing changed", x->mode, what,
@@ -83,6 +83,32 @@ static int child_fail_read(struct fx *x)
 	struct xfer t = simple(READ, HB, PAD, DA, PAD, 4096);
 
 	fail_copy(x, &t, "CUDA copy fails: fi_read device to host");
+	return 0;
+}
+
+/* The third of three pieces fails: the error completes only once the two
+ * before it have landed, so nothing changes after it is reported. */
+static int child_fail_piece(struct fx *x)
+{
+	const char *what = "CUDA copy fails on the third piece: fi_writev "
+			   "device to device";
+	struct xfer t = simple(WRITEV, DA, PAD, DB, PAD, 3 * 4096);
+	uint8_t *later = scratch + 3 * 4096;
+
+	t.nl = 3;
+	for (int i = 0; i < 3; i++)
+		t.l[i] = (struct piece) { .b = DA, .off = PAD + i * 8192,
+					  .len = 4096 };
+	prep(&t, true);
+	pad_copies(3);
+	issue(x, &x->ia, &x->tb, &t, FI_EIO, what);
+	dev_get(scratch, bufs[DB].p + PAD, 3 * 4096);
+	t_cu(cuCtxSynchronize());
+	dev_get(later, bufs[DB].p + PAD, 3 * 4096);
+	t_assert(!memcmp(scratch, later, 3 * 4096), "%s: bytes landed after "
+		 "the error completion", what);
+	t_ok("[%s] %s: error %s, nothing landed after it", x->mode, what,
+	     fi_strerror(FI_EIO));
 	return 0;
 }
 
@@ -135,7 +161,7 @@ static size_t free_on(CUdevice dev)
 	size_t free_b, total_b;
 
 	t_cu(cuCtxGetCurrent(&before));
-	t_cu(ctx_create(&ctx, dev));
+	t_cu(t_ctx_create(&ctx, dev));
 	t_cu(cuMemGetInfo(&free_b, &total_b));
 	t_cu(cuCtxDestroy(ctx));
 	t_cu(cuCtxGetCurrent(&after));
@@ -221,6 +247,8 @@ static const struct child {
 	{ .name = "fail-write", .need = DOUBLE, .fn = child_fail_write,
 	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
 	{ .name = "fail-read", .need = DOUBLE, .fn = child_fail_read,
+	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
+	{ .name = "fail-piece", .need = DOUBLE, .fn = child_fail_piece,
 	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
 	{ .name = "no-cuda", .need = ANY, .fn = child_no_cuda,
 	  .must_fail = true },

@@ -131,7 +131,6 @@ void case_bad(struct fx *x);
 void case_bad_host(struct fx *x);
 void case_threads(struct fx *x);
 void good_after(struct fx *x, const char *after);
-CUresult ctx_create(CUcontext *ctx, CUdevice dev);
 void in_thread(const struct ini *in, const struct tgt *t,
 	       const struct xfer *x, bool own_ctx, const char *what);
 

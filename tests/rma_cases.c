@@ -391,15 +391,6 @@ void case_bad_host(struct fx *x)
 
 /* ---- operations from other threads ------------------------------------ */
 
-CUresult ctx_create(CUcontext *ctx, CUdevice dev)
-{
-#if CUDA_VERSION >= 13000
-	return cuCtxCreate(ctx, NULL, 0, dev);
-#else
-	return cuCtxCreate(ctx, 0, dev);
-#endif
-}
-
 struct job {
 	const struct ini *in;
 	const struct tgt *t;
@@ -419,7 +410,7 @@ static void *job_main(void *arg)
 		 (void *) cur);
 	if (j->own_ctx) {
 		t_cu(cuDeviceGet(&dev, 0));
-		t_cu(ctx_create(&mine, dev));
+		t_cu(t_ctx_create(&mine, dev));
 	}
 	issue(cur_fx, j->in, j->t, j->x, 0, j->what);
 	t_cu(cuCtxGetCurrent(&cur));
