@@ -4,7 +4,8 @@
  * Objects are wrapped in place: the application keeps the provider's own
  * fid, and only its op-table pointers are pointed at per-object copies of
  * the provider's tables, embedded in the structs below. A wrapper recovers
- * its state with container_of() on the table pointer it was called through.
+ * its state with hml_container_of() on the table pointer it was called
+ * through.
  * Provider tables are static and shared with provider-internal objects, so
  * they are never written; fids are never translated, so binds, EQ entries,
  * contexts and FI_PEER objects stay exactly as the provider made them.
@@ -28,6 +29,10 @@
 #include "hml_cuda.h"
 
 #define HML_EXPORT __attribute__((visibility("default")))
+
+/* libfabric 2.0 took container_of out of rdma/fabric.h. */
+#define hml_container_of(ptr, type, member) \
+	((type *) ((char *) (ptr) - offsetof(type, member)))
 
 /*
  * A copy of a provider op table. Tables grow at their end between libfabric

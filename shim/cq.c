@@ -31,7 +31,7 @@ static __thread bool nested_pump;
 
 static struct hml_cq *cq_of(struct fid_cq *cq)
 {
-	return container_of(cq->ops, struct hml_cq, ops.ops);
+	return hml_container_of(cq->ops, struct hml_cq, ops.ops);
 }
 
 static bool pending(struct hml_cq *c)
@@ -416,7 +416,7 @@ void hml_cq_wake(struct hml_cq *c)
  * from now on every shim entry signals it. */
 static int hml_cq_control(struct fid *fid, int command, void *arg)
 {
-	struct hml_cq *c = container_of(fid->ops, struct hml_cq, h.fi.ops);
+	struct hml_cq *c = hml_container_of(fid->ops, struct hml_cq, h.fi.ops);
 	int ret = c->h.prov->control(fid, command, arg);
 
 	if (!ret && command == FI_GETWAIT)
@@ -429,7 +429,7 @@ bool hml_cq_busy(struct fid *fid)
 {
 	struct hml_fid *h = fid->fclass == FI_CLASS_CQ ? hml_fid_of(fid) : NULL;
 
-	return h && pending(container_of(h, struct hml_cq, h));
+	return h && pending(hml_container_of(h, struct hml_cq, h));
 }
 
 /* From now on the receives of q complete here: read through the shim. Each
@@ -483,7 +483,7 @@ void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
 
 static void release(struct hml_fid *h)
 {
-	struct hml_cq *cq = container_of(h, struct hml_cq, h);
+	struct hml_cq *cq = hml_container_of(h, struct hml_cq, h);
 
 	/* A shared receive context outlives the CQs of its endpoints. */
 	while (cq->nrxqs)

@@ -29,12 +29,12 @@ enum reclaim {
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
-	return container_of(ep->msg, struct hml_ep, msg.ops);
+	return hml_container_of(ep->msg, struct hml_ep, msg.ops);
 }
 
 static struct hml_ep *tagged_ep(struct fid_ep *ep)
 {
-	return container_of(ep->tagged, struct hml_ep, tagged.ops);
+	return hml_container_of(ep->tagged, struct hml_ep, tagged.ops);
 }
 
 static double now(void)

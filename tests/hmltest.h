@@ -19,6 +19,16 @@
 
 #define T_SKIP 77
 
+/* libfabric 2.0 took container_of out of rdma/fabric.h. */
+#define t_container_of(ptr, type, member) \
+	((type *) ((char *) (ptr) - offsetof(type, member)))
+
+/* The mr_mode values of API 1.0, which applications of that API still
+ * pass and libfabric 2.x headers deprecate. */
+#define T_MR_UNSPEC	0
+#define T_MR_BASIC	(1 << 0)
+#define T_MR_SCALABLE	(1 << 1)
+
 extern const char *t_prov;
 
 /* Parse -p PROVIDER; other options are left from optind on. */

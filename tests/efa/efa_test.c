@@ -142,10 +142,10 @@ static void part_info(void)
 
 	t_assert(getinfo(caps, FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED,
 			 &fi) == -FI_ENODATA, "RMA without FI_MR_PROV_KEY");
-	t_assert(getinfo(caps, FI_MR_SCALABLE, &fi) == -FI_ENODATA,
+	t_assert(getinfo(caps, T_MR_SCALABLE, &fi) == -FI_ENODATA,
 		 "FI_MR_SCALABLE accepted");
-	t_fi(getinfo(caps, FI_MR_BASIC, &fi));
-	t_assert(fi->domain_attr->mr_mode == FI_MR_BASIC, "FI_MR_BASIC");
+	t_fi(getinfo(caps, T_MR_BASIC, &fi));
+	t_assert(fi->domain_attr->mr_mode == T_MR_BASIC, "FI_MR_BASIC");
 	fi_freeinfo(fi);
 	t_assert(getinfo(caps | FI_ATOMIC, BASIC_MAP, &fi) == -FI_ENODATA,
 		 "FI_ATOMIC accepted");
