@@ -171,6 +171,27 @@ struct hml_cq {
 	int nrxqs;			/* atomic */
 };
 
+/*
+ * struct fi_cq_err_entry as API 1.20 and later lay it out, whatever the
+ * headers this is built with: 1.x headers end it at err_data_size. API 1.0
+ * ends it at err_data, and 1.5 at err_data_size (hml_cq_err_size).
+ */
+struct hml_cq_err {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	size_t olen;
+	int err;
+	int prov_errno;
+	void *err_data;
+	size_t err_data_size;
+	fi_addr_t src_addr;
+};
+
+size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
@@ -179,7 +200,7 @@ void hml_cq_wake(struct hml_cq *cq);
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
-bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf);
+bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
 /* av.c */
 struct verdict;

@@ -73,24 +73,25 @@ static void to_cqe(const struct hml_cq *c, const void *buf, fi_addr_t src,
 static bool read_err(struct hml_cq *c, struct hml_cqe *e)
 {
 	char data[256];
-	struct {
-		struct fi_cq_err_entry err;
-		fi_addr_t src_addr;	/* libfabric 1.20 grew the entry */
-	} buf = { .err = { .err_data = data, .err_data_size = sizeof(data) } };
+	/* Room for the entry of any API version: the provider fills what
+	 * the application's has. */
+	struct hml_cq_err buf = {
+		.err_data = data, .err_data_size = sizeof(data),
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
 
-	buf.src_addr = FI_ADDR_NOTAVAIL;
-	if (c->prov->readerr(c->cq, &buf.err, 0) != 1)
+	if (c->prov->readerr(c->cq, (struct fi_cq_err_entry *) &buf, 0) != 1)
 		return false;
 	*e = (struct hml_cqe) {
-		.op_context = buf.err.op_context, .flags = buf.err.flags,
-		.len = buf.err.len, .buf = buf.err.buf, .data = buf.err.data,
-		.tag = buf.err.tag, .olen = buf.err.olen, .err = buf.err.err,
-		.prov_errno = buf.err.prov_errno, .src_addr = buf.src_addr,
+		.op_context = buf.op_context, .flags = buf.flags,
+		.len = buf.len, .buf = buf.buf, .data = buf.data,
+		.tag = buf.tag, .olen = buf.olen, .err = buf.err,
+		.prov_errno = buf.prov_errno, .src_addr = buf.src_addr,
 	};
-	if (buf.err.err_data && buf.err.err_data_size &&
-	    (e->err_data = malloc(buf.err.err_data_size))) {
-		memcpy(e->err_data, buf.err.err_data, buf.err.err_data_size);
-		e->err_data_size = buf.err.err_data_size;
+	if (buf.err_data && buf.err_data_size &&
+	    (e->err_data = malloc(buf.err_data_size))) {
+		memcpy(e->err_data, buf.err_data, buf.err_data_size);
+		e->err_data_size = buf.err_data_size;
 	}
 	return true;
 }
@@ -237,13 +238,15 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 			      uint64_t flags)
 {
 	struct hml_cq *c = cq_of(cq);
+	/* The application's entry, in the layout of its API version. */
+	struct hml_cq_err *err = (struct hml_cq_err *) buf;
 
-	if (pending(c) && hml_cq_take_err(c, buf))
+	if (pending(c) && hml_cq_take_err(c, err))
 		return 1;
 	if (!filtering(c))
 		return c->prov->readerr(cq, buf, flags);
 	hml_cq_pump(c);
-	return hml_cq_take_err(c, buf) ? 1 : -FI_EAGAIN;
+	return hml_cq_take_err(c, err) ? 1 : -FI_EAGAIN;
 }
 
 /*

@@ -1343,45 +1343,72 @@ static void cq_err(void)
 	t_ok("%s: err_data still the application's buffer", what);
 }
 
-/* API 1.4: the 1.0 error entry, which has no err_data_size. */
-static void cq_err_1_4(void)
+/*
+ * An error entry of hmemloop's, read in the layout of an older or a newer
+ * API version: 1.0's has no err_data_size, and its err_data is only
+ * output; 1.20's ends with src_addr, FI_ADDR_NOTAVAIL here (fi_cq(3)).
+ */
+static void cq_err_layout(uint32_t version, size_t end)
 {
-	struct fx_opts o = { .version = V(1, 4), .await = FI_WAIT_UNSPEC };
-	const char *what = "error entry, API 1.4";
-	const size_t end = offsetof(struct fi_cq_err_entry, err_data_size);
+	struct fx_opts o = { .version = version, .await = FI_WAIT_UNSPEC };
 	union {
 		struct fi_cq_err_entry e;
-		uint8_t raw[sizeof(struct fi_cq_err_entry) + 32];
+		uint8_t raw[T_ERR_END_1_20 + 32];
 	} u;
 	uint8_t data[64];
+	char what[64];
+	fi_addr_t src;
 	ssize_t ret;
 	int ctx;
 
+	snprintf(what, sizeof(what), "error entry, API %u.%u",
+		 FI_MAJOR(version), FI_MINOR(version));
+	if (FI_VERSION_LT(fi_version(), version)) {
+		skip_case("%s: libfabric %u.%u has no such API", what,
+			  FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
+		return;
+	}
 	if (!fx_open(&x, &o, what))
 		return;
-	t_assert(x.f.fabric->api_version == V(1, 4), "%s: fabric api_version "
+	t_assert(x.f.fabric->api_version == version, "%s: fabric api_version "
 		 "%#x", what, x.f.fabric->api_version);
 	error_queued(&x, &ctx, what);
 	memset(&u, 0xa5, sizeof(u));
 	memset(data, 0x5a, sizeof(data));
 	u.e.err_data = data;
+	if (end > T_ERR_END_1_0)
+		u.e.err_data_size = 0;
 	ret = fi_cq_readerr(x.a.cq, &u.e, 0);
 	t_assert(ret == 1, "%s: fi_cq_readerr: %zd", what, ret);
 	t_assert(u.e.op_context == &ctx && u.e.err > 0, "%s: context %p, err "
 		 "%d", what, u.e.op_context, u.e.err);
-	for (size_t i = end; i < sizeof(u.raw); i++)
-		t_assert(u.raw[i] == 0xa5, "%s: byte %zu of the entry written, "
-			 "beyond the %zu bytes of the 1.4 layout", what, i, end);
+	t_err_within(u.raw, sizeof(u.raw), end, what);
 	t_assert(u.e.err_data != data, "%s: the application's err_data kept "
-		 "(before 1.5 it is the provider's)", what);
+		 "(%s)", what, end > T_ERR_END_1_0 ? "err_data_size 0" :
+		 "before 1.5 it is the provider's");
 	for (size_t i = 0; i < sizeof(data); i++)
 		t_assert(data[i] == 0x5a, "%s: the application's error data "
 			 "buffer written", what);
+	if (end == T_ERR_END_1_20) {
+		memcpy(&src, u.raw + T_ERR_END_1_5, sizeof(src));
+		t_assert(src == FI_ADDR_NOTAVAIL, "%s: src_addr %#lx, expected "
+			 "FI_ADDR_NOTAVAIL", what, (unsigned long) src);
+	}
 	strerror_check(x.a.cq, &u.e, what);
 	expect_empty(x.a.cq, what);
 	fx_close(&x);
 	t_ok("%s: -FI_EAVAIL, fi_cq_readerr wrote the %zu bytes of its layout "
 	     "only", what, end);
+}
+
+static void cq_err_1_4(void)
+{
+	cq_err_layout(V(1, 4), T_ERR_END_1_0);
+}
+
+static void cq_err_1_20(void)
+{
+	cq_err_layout(V(1, 20), T_ERR_END_1_20);
 }
 
 /* ---- 5. wait sets and poll sets ---------------------------------------- */
@@ -1585,6 +1612,7 @@ static const struct {
 	{ "cntr", cntr_run },
 	{ "cq_err_1_17", cq_err },
 	{ "cq_err_1_4", cq_err_1_4 },
+	{ "cq_err_1_20", cq_err_1_20 },
 	{ "waitset", waitset },
 	{ "pollset", pollset },
 	{ "tracked_sread", tracked_sread },
