@@ -303,12 +303,19 @@ extern unsigned int hml_self_gen;	/* bumped on every change */
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
 
+/* The address vector an endpoint's addresses are in: its own, or that of
+ * the scalable endpoint it is a context of. */
+static inline struct hml_av *hml_ep_av(const struct hml_ep *b)
+{
+	return b->av ? b->av : b->sep ? b->sep->av : NULL;
+}
+
 /* The endpoint of this process an operation of e to addr reaches, if any:
  * for another process, a few loads and no lock. */
 static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
 {
 	struct hml_ep *b = e->base;
-	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+	struct hml_av *av = hml_ep_av(b);
 	unsigned int rg;
 
 	if (!av || b->opaque)

@@ -107,6 +107,15 @@ static int hml_ep_setopt(fid_t fid, int level, int name, const void *val,
 	return ret;
 }
 
+/* A receive the shim kept (recv.c) is the shim's to cancel. */
+static ssize_t hml_cancel(fid_t fid, void *context)
+{
+	struct hml_ep *e = ep_of_ops(fid);
+	ssize_t ret = hml_rx_cancel(e, context);
+
+	return ret != HML_PASS ? ret : e->prov_ops->cancel(fid, context);
+}
+
 static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		      struct fid_ep **tx, void *context)
 {
@@ -176,6 +185,7 @@ static void install(struct hml_ep *e)
 	struct fid_ep *ep = e->ep;
 
 	if (hml_table_take(&ep->ops, &e->ops, e->prov_ops)) {
+		hml_table_set(&e->ops.ops, cancel, hml_cancel);
 		hml_table_set(&e->ops.ops, setopt, hml_ep_setopt);
 		hml_table_set(&e->ops.ops, tx_ctx, hml_tx_ctx);
 		hml_table_set(&e->ops.ops, rx_ctx, hml_rx_ctx);
