@@ -1165,6 +1165,7 @@ static void cntr_run(void)
 	int c[6], ret;
 	uint64_t v, e;
 	double dt;
+	bool late;
 
 	if (!fx_open(&x, &o, what))
 		return;
@@ -1242,14 +1243,19 @@ static void cntr_run(void)
 	cntr_expect(fi_cntr_read, 102, what);
 	t_ok("%s: fi_cntr_wait woken %.3f s after a device write", what, dt);
 
+	/* sockets 2.x looks at errors only when its wait ends, and
+	 * fi_cntr_adderr does not end it: its timeout does (1.17's clock
+	 * bug ended it at once). Without the error, -FI_ETIMEDOUT. */
+	late = !strcmp(t_prov, "sockets") && FI_MAJOR(fi_version()) >= 2;
 	sl.threshold = 200;
 	sleeper_start(&sl);
 	dt = t_now();
 	bad_write(&x, &c[5]);
 	dt = sleeper_join(&sl, dt, what);
-	t_assert(sl.ret == -FI_EAVAIL && dt < EARLY_S, "%s: fi_cntr_wait(200)"
-		 " asleep, device write fails: %zd (%s) %.2f s after it, "
-		 "expected -FI_EAVAIL", what, sl.ret, rstr(sl.ret), dt);
+	t_assert(sl.ret == -FI_EAVAIL && (late || dt < EARLY_S), "%s: "
+		 "fi_cntr_wait(200) asleep, device write fails: %zd (%s) %.2f s "
+		 "after it, expected -FI_EAVAIL", what, sl.ret, rstr(sl.ret),
+		 dt);
 	wait_err(x.a.cq, &c[5], what);
 	cntr_expect(fi_cntr_readerr, 52, what);
 	t_fi(fi_cntr_set(x.cntr, 0));

@@ -107,7 +107,7 @@ struct efa_ep {
 	uint64_t tx_flags, rx_flags;
 	uint64_t shm_tx_flags, shm_rx_flags;
 	bool enabled;
-	bool min_multi_recv_set;	/* before enabling: kept for then */
+	bool min_multi_recv_set;	/* kept: see efa_ep.c */
 	size_t min_multi_recv;
 };
 
