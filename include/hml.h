@@ -4,7 +4,8 @@
  * Objects are wrapped in place: the application keeps the provider's own
  * fid, and only its op-table pointers are pointed at per-object copies of
  * the provider's tables, embedded in the structs below. A wrapper recovers
- * its state with container_of() on the table pointer it was called through.
+ * its state with hml_container_of() on the table pointer it was called
+ * through.
  * Provider tables are static and shared with provider-internal objects, so
  * they are never written; fids are never translated, so binds, EQ entries,
  * contexts and FI_PEER objects stay exactly as the provider made them.
@@ -34,6 +35,10 @@
 #include "hml_cuda.h"
 
 #define HML_EXPORT __attribute__((visibility("default")))
+
+/* libfabric 2.0 took container_of out of rdma/fabric.h. */
+#define hml_container_of(ptr, type, member) \
+	((type *) ((char *) (ptr) - offsetof(type, member)))
 
 /*
  * A copy of a provider op table. Tables grow at their end between libfabric
@@ -173,6 +178,27 @@ struct hml_cq {
 	int nrxqs;			/* atomic */
 };
 
+/*
+ * struct fi_cq_err_entry as API 1.20 and later lay it out, whatever the
+ * headers this is built with: 1.x headers end it at err_data_size. API 1.0
+ * ends it at err_data, and 1.5 at err_data_size (hml_cq_err_size).
+ */
+struct hml_cq_err {
+	void *op_context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	size_t olen;
+	int err;
+	int prov_errno;
+	void *err_data;
+	size_t err_data_size;
+	fi_addr_t src_addr;
+};
+
+size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
@@ -181,7 +207,7 @@ void hml_cq_wake(struct hml_cq *cq);
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
-bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf);
+bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
 /* av.c */
 struct verdict;
@@ -288,12 +314,19 @@ extern unsigned int hml_self_gen;	/* bumped on every change */
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
 
+/* The address vector an endpoint's addresses are in: its own, or that of
+ * the scalable endpoint it is a context of. */
+static inline struct hml_av *hml_ep_av(const struct hml_ep *b)
+{
+	return b->av ? b->av : b->sep ? b->sep->av : NULL;
+}
+
 /* The endpoint of this process an operation of e to addr reaches, if any:
  * for another process, a few loads and no lock. */
 static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
 {
 	struct hml_ep *b = e->base;
-	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+	struct hml_av *av = hml_ep_av(b);
 	unsigned int rg;
 
 	if (!av || b->opaque)

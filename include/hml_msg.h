@@ -16,6 +16,7 @@ enum hml_rx_state {
 	HML_RX_CANCELING,		/* a sender is taking it back */
 	HML_RX_RECLAIMED,		/* taken back: the sender's now */
 	HML_RX_DONE,			/* completed by the provider */
+	HML_RX_KEPT,			/* never given to it (recv.c) */
 };
 
 /* A receive the provider holds. */
@@ -60,6 +61,7 @@ struct hml_unexp {
 struct hml_rxq {
 	pthread_mutex_t lock;
 	struct hml_ep *owner;
+	struct hml_av *av;		/* the one its directed receives name */
 	uint64_t caps;
 	uint64_t owner_rx_cq_flags;	/* FI_SELECTIVE_COMPLETION? */
 	size_t min_multi_recv;
@@ -77,6 +79,7 @@ struct hml_rxq {
 };
 
 struct hml_rxq *hml_rxq_of(struct hml_ep *e);
+bool hml_rx_directed(const struct hml_rxq *q, const struct hml_rx *r);
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag);
 void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r);
@@ -91,6 +94,7 @@ void hml_rx_unstage(struct hml_unexp *u);
 void hml_rx_orphans(struct hml_cq *cq);
 void hml_rx_drop_target(struct hml_ep *t);
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
+ssize_t hml_rx_cancel(struct hml_ep *e, void *context);
 
 bool hml_cq_watch(struct hml_cq *cq, struct hml_rxq *q);
 void hml_cq_unwatch(struct hml_cq *cq, struct hml_rxq *q);

@@ -7,7 +7,7 @@
 
 static struct hml_av *av_of(struct fid_av *av)
 {
-	return container_of(av->ops, struct hml_av, ops.ops);
+	return hml_container_of(av->ops, struct hml_av, ops.ops);
 }
 
 /* ret of count addresses went in (addr: their bytes, where known). An
@@ -72,7 +72,7 @@ static int hml_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count,
 
 static void release(struct hml_fid *h)
 {
-	struct hml_av *a = container_of(h, struct hml_av, h);
+	struct hml_av *a = hml_container_of(h, struct hml_av, h);
 
 	hml_av_cache_fini(a);
 	pthread_mutex_destroy(&a->lock);

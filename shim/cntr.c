@@ -20,7 +20,7 @@ void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err)
 
 static void release(struct hml_fid *h)
 {
-	free(container_of(h, struct hml_cntr, h));
+	free(hml_container_of(h, struct hml_cntr, h));
 }
 
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)

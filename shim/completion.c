@@ -108,50 +108,65 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 	return ret;
 }
 
-/*
- * The error entry grew over time: api 1.0 has no err_data_size, and 1.20
- * appended src_addr. Write what the application's layout has.
- */
-static void fill_err(struct hml_cq *cq, struct fi_cq_err_entry *buf,
+/* The fields every version's headers have lie where ours do. */
+#define SAME_FIELD(f) _Static_assert(offsetof(struct hml_cq_err, f) ==	\
+	offsetof(struct fi_cq_err_entry, f), #f " of fi_cq_err_entry moved")
+SAME_FIELD(prov_errno);
+SAME_FIELD(err_data);
+SAME_FIELD(err_data_size);
+
+size_t hml_cq_err_size(uint32_t api_version)
+{
+	if (FI_VERSION_LT(api_version, FI_VERSION(1, 5)))
+		return offsetof(struct hml_cq_err, err_data_size);
+	if (FI_VERSION_LT(api_version, FI_VERSION(1, 20)))
+		return offsetof(struct hml_cq_err, src_addr);
+	return sizeof(struct hml_cq_err);
+}
+
+/* Fill the application's error entry to the size of its API version's
+ * layout, and not a byte further. */
+static void fill_err(struct hml_cq *cq, struct hml_cq_err *buf,
 		     const struct hml_cqe *e)
 {
-	uint32_t api = cq->domain->fabric->api_version;
-	bool v1_5 = FI_VERSION_GE(api, FI_VERSION(1, 5));
+	size_t size = hml_cq_err_size(cq->domain->fabric->api_version);
+	struct hml_cq_err out = { 0 };
 
-	buf->op_context = e->op_context;
-	buf->flags = e->flags;
-	buf->len = e->len;
-	buf->buf = e->buf;
-	buf->data = e->data;
-	buf->tag = e->tag;
-	buf->olen = e->olen;
-	buf->err = e->err;
-	buf->prov_errno = e->err_data || e->prov_errno ? e->prov_errno :
-			  -e->err;
+	/* From API 1.5, err_data and err_data_size are also input. */
+	memcpy(&out, buf, size);
+	out.op_context = e->op_context;
+	out.flags = e->flags;
+	out.len = e->len;
+	out.buf = e->buf;
+	out.data = e->data;
+	out.tag = e->tag;
+	out.olen = e->olen;
+	out.err = e->err;
+	out.prov_errno = e->err_data || e->prov_errno ? e->prov_errno :
+			 -e->err;
+	out.src_addr = e->src_addr;
 	/* Error data goes into the application's buffer if it gave one,
 	 * else it gets ours, valid until its next read. */
 	if (!e->err_data) {
 		/* A buffer the application gave stays its own, empty. */
-		if (v1_5 && buf->err_data_size && buf->err_data)
-			buf->err_data_size = 0;
+		if (out.err_data_size && out.err_data)
+			out.err_data_size = 0;
 		else
-			buf->err_data = NULL;
-	} else if (v1_5 && buf->err_data_size && buf->err_data) {
-		if (buf->err_data_size > e->err_data_size)
-			buf->err_data_size = e->err_data_size;
-		memcpy(buf->err_data, e->err_data, buf->err_data_size);
+			out.err_data = NULL;
+	} else if (out.err_data_size && out.err_data) {
+		if (out.err_data_size > e->err_data_size)
+			out.err_data_size = e->err_data_size;
+		memcpy(out.err_data, e->err_data, out.err_data_size);
 		free(e->err_data);
 	} else {
 		cq->err_data = e->err_data;
-		buf->err_data = e->err_data;
-		if (v1_5)
-			buf->err_data_size = e->err_data_size;
+		out.err_data = e->err_data;
+		out.err_data_size = e->err_data_size;
 	}
-	if (FI_VERSION_GE(api, FI_VERSION(1, 20)))
-		*(fi_addr_t *) (buf + 1) = e->src_addr;
+	memcpy(buf, &out, size);
 }
 
-bool hml_cq_take_err(struct hml_cq *cq, struct fi_cq_err_entry *buf)
+bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf)
 {
 	bool found = false;
 

@@ -31,7 +31,7 @@ static __thread bool nested_pump;
 
 static struct hml_cq *cq_of(struct fid_cq *cq)
 {
-	return container_of(cq->ops, struct hml_cq, ops.ops);
+	return hml_container_of(cq->ops, struct hml_cq, ops.ops);
 }
 
 static bool pending(struct hml_cq *c)
@@ -73,24 +73,25 @@ static void to_cqe(const struct hml_cq *c, const void *buf, fi_addr_t src,
 static bool read_err(struct hml_cq *c, struct hml_cqe *e)
 {
 	char data[256];
-	struct {
-		struct fi_cq_err_entry err;
-		fi_addr_t src_addr;	/* libfabric 1.20 grew the entry */
-	} buf = { .err = { .err_data = data, .err_data_size = sizeof(data) } };
+	/* Room for the entry of any API version: the provider fills what
+	 * the application's has. */
+	struct hml_cq_err buf = {
+		.err_data = data, .err_data_size = sizeof(data),
+		.src_addr = FI_ADDR_NOTAVAIL,
+	};
 
-	buf.src_addr = FI_ADDR_NOTAVAIL;
-	if (c->prov->readerr(c->cq, &buf.err, 0) != 1)
+	if (c->prov->readerr(c->cq, (struct fi_cq_err_entry *) &buf, 0) != 1)
 		return false;
 	*e = (struct hml_cqe) {
-		.op_context = buf.err.op_context, .flags = buf.err.flags,
-		.len = buf.err.len, .buf = buf.err.buf, .data = buf.err.data,
-		.tag = buf.err.tag, .olen = buf.err.olen, .err = buf.err.err,
-		.prov_errno = buf.err.prov_errno, .src_addr = buf.src_addr,
+		.op_context = buf.op_context, .flags = buf.flags,
+		.len = buf.len, .buf = buf.buf, .data = buf.data,
+		.tag = buf.tag, .olen = buf.olen, .err = buf.err,
+		.prov_errno = buf.prov_errno, .src_addr = buf.src_addr,
 	};
-	if (buf.err.err_data && buf.err.err_data_size &&
-	    (e->err_data = malloc(buf.err.err_data_size))) {
-		memcpy(e->err_data, buf.err.err_data, buf.err.err_data_size);
-		e->err_data_size = buf.err.err_data_size;
+	if (buf.err_data && buf.err_data_size &&
+	    (e->err_data = malloc(buf.err_data_size))) {
+		memcpy(e->err_data, buf.err_data, buf.err_data_size);
+		e->err_data_size = buf.err_data_size;
 	}
 	return true;
 }
@@ -237,13 +238,15 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 			      uint64_t flags)
 {
 	struct hml_cq *c = cq_of(cq);
+	/* The application's entry, in the layout of its API version. */
+	struct hml_cq_err *err = (struct hml_cq_err *) buf;
 
-	if (pending(c) && hml_cq_take_err(c, buf))
+	if (pending(c) && hml_cq_take_err(c, err))
 		return 1;
 	if (!filtering(c))
 		return c->prov->readerr(cq, buf, flags);
 	hml_cq_pump(c);
-	return hml_cq_take_err(c, buf) ? 1 : -FI_EAGAIN;
+	return hml_cq_take_err(c, err) ? 1 : -FI_EAGAIN;
 }
 
 /*
@@ -416,7 +419,7 @@ void hml_cq_wake(struct hml_cq *c)
  * from now on every shim entry signals it. */
 static int hml_cq_control(struct fid *fid, int command, void *arg)
 {
-	struct hml_cq *c = container_of(fid->ops, struct hml_cq, h.fi.ops);
+	struct hml_cq *c = hml_container_of(fid->ops, struct hml_cq, h.fi.ops);
 	int ret = c->h.prov->control(fid, command, arg);
 
 	if (!ret && command == FI_GETWAIT)
@@ -429,7 +432,7 @@ bool hml_cq_busy(struct fid *fid)
 {
 	struct hml_fid *h = fid->fclass == FI_CLASS_CQ ? hml_fid_of(fid) : NULL;
 
-	return h && pending(container_of(h, struct hml_cq, h));
+	return h && pending(hml_container_of(h, struct hml_cq, h));
 }
 
 /* From now on the receives of q complete here: read through the shim. Each
@@ -483,7 +486,7 @@ void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
 
 static void release(struct hml_fid *h)
 {
-	struct hml_cq *cq = container_of(h, struct hml_cq, h);
+	struct hml_cq *cq = hml_container_of(h, struct hml_cq, h);
 
 	/* A shared receive context outlives the CQs of its endpoints. */
 	while (cq->nrxqs)

@@ -7,7 +7,7 @@
 
 static struct hml_domain *domain_of(struct fid_domain *domain)
 {
-	return container_of(domain->ops, struct hml_domain, ops.ops);
+	return hml_container_of(domain->ops, struct hml_domain, ops.ops);
 }
 
 static int hml_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
@@ -97,9 +97,10 @@ static int hml_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 
 static struct hml_domain *mr_domain_of(struct fid *fid)
 {
-	struct fid_domain *domain = container_of(fid, struct fid_domain, fid);
+	struct fid_domain *domain = hml_container_of(fid, struct fid_domain,
+						     fid);
 
-	return container_of(domain->mr, struct hml_domain, mr.ops);
+	return hml_container_of(domain->mr, struct hml_domain, mr.ops);
 }
 
 static int hml_mr_reg(struct fid *fid, const void *buf, size_t len,
@@ -153,18 +154,22 @@ static int hml_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 
 static void release(struct hml_fid *h)
 {
-	struct hml_domain *d = container_of(h, struct hml_domain, h);
+	struct hml_domain *d = hml_container_of(h, struct hml_domain, h);
 
 	hml_mrmap_fini(&d->mrs);
 	free(d);
 }
 
-/* The mr_mode of API 1.0 names a whole set of bits. */
+/* The mr_mode of API 1.0 names a whole set of bits: FI_MR_BASIC and
+ * FI_MR_SCALABLE, which libfabric 2.x headers deprecate. */
+#define MR_BASIC	(1 << 0)
+#define MR_SCALABLE	(1 << 1)
+
 static uint64_t mr_mode_bits(uint64_t mode)
 {
-	if (mode == FI_MR_BASIC)
+	if (mode == MR_BASIC)
 		return FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-	if (mode == FI_MR_SCALABLE)
+	if (mode == MR_SCALABLE)
 		return 0;
 	return mode;
 }
@@ -186,7 +191,7 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 	d->addr_format = info->addr_format;
 
 	if (hml_table_take(&domain->ops, &d->ops, d->prov)) {
-			hml_table_set(&d->ops.ops, av_open, hml_av_open);
+		hml_table_set(&d->ops.ops, av_open, hml_av_open);
 		hml_table_set(&d->ops.ops, cq_open, hml_cq_open);
 		hml_table_set(&d->ops.ops, endpoint, hml_endpoint);
 		hml_table_set(&d->ops.ops, scalable_ep, hml_scalable_ep);

@@ -11,14 +11,14 @@
 
 static struct hml_ep *ep_of_fid(struct fid *fid)
 {
-	return container_of(fid->ops, struct hml_ep, h.fi.ops);
+	return hml_container_of(fid->ops, struct hml_ep, h.fi.ops);
 }
 
 static struct hml_ep *ep_of_ops(struct fid *fid)
 {
-	struct fid_ep *ep = container_of(fid, struct fid_ep, fid);
+	struct fid_ep *ep = hml_container_of(fid, struct fid_ep, fid);
 
-	return container_of(ep->ops, struct hml_ep, ops.ops);
+	return hml_container_of(ep->ops, struct hml_ep, ops.ops);
 }
 
 static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
@@ -72,16 +72,16 @@ static int hml_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	}
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
-		e->av = container_of(b, struct hml_av, h);
+		e->av = hml_container_of(b, struct hml_av, h);
 		break;
 	case FI_CLASS_CQ:
-		bind_cq(e, container_of(b, struct hml_cq, h), flags);
+		bind_cq(e, hml_container_of(b, struct hml_cq, h), flags);
 		break;
 	case FI_CLASS_CNTR:
-		bind_cntr(e, container_of(b, struct hml_cntr, h), flags);
+		bind_cntr(e, hml_container_of(b, struct hml_cntr, h), flags);
 		break;
 	case FI_CLASS_SRX_CTX:
-		e->srx = container_of(b, struct hml_ep, h);
+		e->srx = hml_container_of(b, struct hml_ep, h);
 		break;
 	}
 	return 0;
@@ -107,10 +107,19 @@ static int hml_ep_setopt(fid_t fid, int level, int name, const void *val,
 	return ret;
 }
 
+/* A receive the shim kept (recv.c) is the shim's to cancel. */
+static ssize_t hml_cancel(fid_t fid, void *context)
+{
+	struct hml_ep *e = ep_of_ops(fid);
+	ssize_t ret = hml_rx_cancel(e, context);
+
+	return ret != HML_PASS ? ret : e->prov_ops->cancel(fid, context);
+}
+
 static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		      struct fid_ep **tx, void *context)
 {
-	struct hml_ep *s = container_of(sep->ops, struct hml_ep, ops.ops);
+	struct hml_ep *s = hml_container_of(sep->ops, struct hml_ep, ops.ops);
 	int ret;
 
 	ret = HML_FORWARD(s->prov_ops->tx_ctx(sep, index, attr, tx, context));
@@ -128,7 +137,7 @@ static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 static int hml_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 		      struct fid_ep **rx, void *context)
 {
-	struct hml_ep *s = container_of(sep->ops, struct hml_ep, ops.ops);
+	struct hml_ep *s = hml_container_of(sep->ops, struct hml_ep, ops.ops);
 	struct hml_ep *r;
 	int ret;
 
@@ -158,8 +167,8 @@ static void refresh_name(struct hml_ep *e)
 
 static int hml_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	struct fid_ep *ep = container_of(fid, struct fid_ep, fid);
-	struct hml_ep *e = container_of(ep->cm, struct hml_ep, cm.ops);
+	struct fid_ep *ep = hml_container_of(fid, struct fid_ep, fid);
+	struct hml_ep *e = hml_container_of(ep->cm, struct hml_ep, cm.ops);
 	int ret;
 
 	ret = e->prov_cm->setname(fid, addr, addrlen);
@@ -176,6 +185,7 @@ static void install(struct hml_ep *e)
 	struct fid_ep *ep = e->ep;
 
 	if (hml_table_take(&ep->ops, &e->ops, e->prov_ops)) {
+		hml_table_set(&e->ops.ops, cancel, hml_cancel);
 		hml_table_set(&e->ops.ops, setopt, hml_ep_setopt);
 		hml_table_set(&e->ops.ops, tx_ctx, hml_tx_ctx);
 		hml_table_set(&e->ops.ops, rx_ctx, hml_rx_ctx);
@@ -238,7 +248,7 @@ static void control_done(struct hml_ep *e, int command, void *arg)
 			refresh_name(e);
 		break;
 	case FI_ALIAS:
-		wrap_alias(e, container_of(*alias->fid, struct fid_ep, fid),
+		wrap_alias(e, hml_container_of(*alias->fid, struct fid_ep, fid),
 			   alias->flags);
 		break;
 	case FI_SETOPSFLAG:
@@ -263,7 +273,7 @@ static int hml_ep_control(struct fid *fid, int command, void *arg)
 
 static void release(struct hml_fid *h)
 {
-	struct hml_ep *e = container_of(h, struct hml_ep, h);
+	struct hml_ep *e = hml_container_of(h, struct hml_ep, h);
 
 	hml_self_remove(e);
 	hml_rx_drop_target(e);

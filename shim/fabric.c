@@ -6,7 +6,7 @@
 
 static struct hml_fabric *fabric_of(struct fid_fabric *fabric)
 {
-	return container_of(fabric->ops, struct hml_fabric, ops.ops);
+	return hml_container_of(fabric->ops, struct hml_fabric, ops.ops);
 }
 
 static int hml_domain_open(struct fid_fabric *fabric, struct fi_info *info,
@@ -48,7 +48,7 @@ static int hml_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 
 static void release(struct hml_fid *h)
 {
-	free(container_of(h, struct hml_fabric, h));
+	free(hml_container_of(h, struct hml_fabric, h));
 }
 
 void hml_fabric_wrap(struct fid_fabric *fabric)

@@ -26,7 +26,7 @@ static unsigned long live;
 
 static int hml_close(struct fid *fid)
 {
-	struct hml_fid *h = container_of(fid->ops, struct hml_fid, fi.ops);
+	struct hml_fid *h = hml_container_of(fid->ops, struct hml_fid, fi.ops);
 	int ret;
 
 	ret = HML_FORWARD(h->prov->close(fid));
@@ -55,7 +55,7 @@ struct hml_fid *hml_fid_of(const struct fid *fid)
 {
 	if (!fid || !fid->ops || fid->ops->close != hml_close)
 		return NULL;
-	return container_of(fid->ops, struct hml_fid, fi.ops);
+	return hml_container_of(fid->ops, struct hml_fid, fi.ops);
 }
 
 

@@ -16,7 +16,7 @@ struct hml_mr_dmabuf {
 
 static struct hml_mr *mr_of(struct fid *fid)
 {
-	return container_of(fid->ops, struct hml_mr, h.fi.ops);
+	return hml_container_of(fid->ops, struct hml_mr, h.fi.ops);
 }
 
 /* (Re)enter the region under its current key; under FI_MR_ENDPOINT the
@@ -40,11 +40,11 @@ static int hml_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ret || !b)
 		return ret;
 	if (bfid->fclass == FI_CLASS_CNTR) {
-		m->cntr = container_of(b, struct hml_cntr, h);
+		m->cntr = hml_container_of(b, struct hml_cntr, h);
 		m->cntr_flags = flags;
 	}
 	else if (bfid->fclass == FI_CLASS_EP)
-		m->ep = container_of(b, struct hml_ep, h);
+		m->ep = hml_container_of(b, struct hml_ep, h);
 	return 0;
 }
 
@@ -61,7 +61,7 @@ static int hml_mr_control(struct fid *fid, int command, void *arg)
 
 static void release(struct hml_fid *h)
 {
-	struct hml_mr *m = container_of(h, struct hml_mr, h);
+	struct hml_mr *m = hml_container_of(h, struct hml_mr, h);
 
 	hml_mrmap_del(&m->domain->mrs, m);
 	hml_mr_put(m);

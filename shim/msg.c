@@ -25,16 +25,17 @@ enum reclaim {
 	GAVE_UP,	/* no answer: the record is the filter's now */
 	BUSY,		/* a multi-receive buffer the provider is filling */
 	NO_CANCEL,	/* the provider cannot cancel receives */
+	UNSAFE,		/* directed untagged: libfabric 2.x crashes (recv.c) */
 };
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
-	return container_of(ep->msg, struct hml_ep, msg.ops);
+	return hml_container_of(ep->msg, struct hml_ep, msg.ops);
 }
 
 static struct hml_ep *tagged_ep(struct fid_ep *ep)
 {
-	return container_of(ep->tagged, struct hml_ep, tagged.ops);
+	return hml_container_of(ep->tagged, struct hml_ep, tagged.ops);
 }
 
 static double now(void)
@@ -54,8 +55,8 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 
 	*busy = false;
 	for (struct hml_rx *r = head->next; r != head; r = r->next) {
-		if ((r->state != HML_RX_POSTING && r->state != HML_RX_POSTED) ||
-		    r->unclaimable)
+		if ((r->state != HML_RX_POSTING && r->state != HML_RX_POSTED &&
+		     r->state != HML_RX_KEPT) || r->unclaimable)
 			continue;
 		if (!hml_rx_matches(q, r, in->src, in->tag))
 			continue;
@@ -117,8 +118,21 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
 	double deadline = now() + (srx ? SRX_SECONDS : RECLAIM_SECONDS);
 	struct hml_cntr *rc = t->base->cntr[HML_CNTR_RECV];
 	uint64_t errs = rc ? fi_cntr_readerr(rc->cntr) : 0;
-	ssize_t ret = fi_cancel(&r->fid->fid, r->context);
+	ssize_t ret;
 	int state;
+
+	/* Only one given to the provider before its source was an endpoint
+	 * of this process in the address vector. */
+	if (!r->tagged && hml_rx_directed(q, r)) {
+		pthread_mutex_lock(&q->lock);
+		state = r->state;
+		if (state != HML_RX_DONE)
+			r->state = HML_RX_POSTED;
+		pthread_mutex_unlock(&q->lock);
+		return state == HML_RX_DONE ? LOST : UNSAFE;
+	}
+	/* The provider's own: the application's fi_cancel is wrapped. */
+	ret = q->owner->prov_ops->cancel(&r->fid->fid, r->context);
 
 	if (ret) {
 		pthread_mutex_lock(&q->lock);
@@ -163,12 +177,25 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
 	}
 }
 
+/* Copy the message into a receive the sender holds; a multi-receive buffer
+ * with room left goes back. */
+static int deliver(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t,
+		   const struct hml_side *src, const struct hml_msgin *in)
+{
+	int err = hml_rx_deliver(t, r, src, in);
+
+	if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
+		hml_rx_repost(q, r);
+	else
+		free(r);
+	return err;
+}
+
 /* The sender's address in the receiver's AV, for FI_SOURCE and directed
  * receives. */
 static fi_addr_t source(struct hml_ep *e, struct hml_ep *t)
 {
-	struct hml_ep *b = t->base;
-	struct hml_av *av = b->av ? b->av : b->sep ? b->sep->av : NULL;
+	struct hml_av *av = hml_ep_av(t->base);
 
 	return av ? hml_av_source(av, e->sep ? e->sep : e->base) :
 		    FI_ADDR_NOTAVAIL;
@@ -308,6 +335,13 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			u = hml_rx_stage(t, &src, &in, &err);
 			continue;
 		}
+		if (r->state == HML_RX_KEPT) {
+			/* Never the provider's: nothing to take back. */
+			hml_rx_unlink(q, r);
+			pthread_mutex_unlock(&q->lock);
+			err = deliver(q, r, t, u ? &u->side : &src, &in);
+			goto done;
+		}
 		if (!u && !src.device && hml_config.self != HML_SELF_ALL &&
 		    !rx_device(t, r)) {
 			pthread_mutex_unlock(&q->lock);
@@ -329,11 +363,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 
 		switch (busy ? BUSY : reclaim(q, r, t)) {
 		case WON:
-			err = hml_rx_deliver(t, r, u ? &u->side : &src, &in);
-			if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
-				hml_rx_repost(q, r);
-			else
-				free(r);
+			err = deliver(q, r, t, u ? &u->side : &src, &in);
 			goto done;
 		case LOST:
 			free(r);
@@ -346,6 +376,13 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 				      "begun to fill cannot be taken back: the "
 				      "same-process send completes with "
 				      "FI_EOPNOTSUPP");
+			err = -FI_EOPNOTSUPP;
+			goto done;
+		case UNSAFE:
+			hml_warn_once("a directed untagged receive posted before "
+				      "its source was in the address vector "
+				      "cannot be taken back: the same-process "
+				      "send completes with FI_EOPNOTSUPP");
 			err = -FI_EOPNOTSUPP;
 			goto done;
 		case NO_CANCEL:

@@ -5,7 +5,10 @@
  * posted on it (or on its shared receive context), in posting order, until
  * its completion is read. A message from this process takes the first
  * matching receive back from the provider with fi_cancel (msg.c), or waits
- * here, staged, until a matching one is posted.
+ * here, staged, until a matching one is posted. A directed untagged receive
+ * for an endpoint of this process is never given to the provider: only
+ * this process can fill it, and libfabric 2.x crashes cancelling one
+ * (util_cancel_src in util_srx.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +22,12 @@
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
-	return container_of(ep->msg, struct hml_ep, msg.ops);
+	return hml_container_of(ep->msg, struct hml_ep, msg.ops);
 }
 
 static struct hml_ep *tagged_ep(struct fid_ep *ep)
 {
-	return container_of(ep->tagged, struct hml_ep, tagged.ops);
+	return hml_container_of(ep->tagged, struct hml_ep, tagged.ops);
 }
 
 /* Where an endpoint's receives are posted: on itself, or on the shared
@@ -111,12 +114,17 @@ static struct hml_rx *rx_new(struct hml_rxq *q, struct fid_ep *fid,
 	return r;
 }
 
+/* Does a receive take messages from one source only? */
+bool hml_rx_directed(const struct hml_rxq *q, const struct hml_rx *r)
+{
+	return (q->caps & FI_DIRECTED_RECV) && r->src != FI_ADDR_UNSPEC;
+}
+
 /* Does a receive take a message from src with tag? */
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag)
 {
-	if ((q->caps & FI_DIRECTED_RECV) && r->src != FI_ADDR_UNSPEC &&
-	    r->src != src)
+	if (hml_rx_directed(q, r) && r->src != src)
 		return false;
 	return !r->tagged || !((r->tag ^ tag) & ~r->ignore);
 }
@@ -268,6 +276,19 @@ static ssize_t post_locked(struct hml_rxq *q, struct hml_rx *r)
 	return ret;
 }
 
+/* A directed untagged receive for an endpoint of this process whose sends
+ * all come through the shim (msg.c passes none to the provider). */
+static bool keep(struct hml_rxq *q, const struct hml_rx *r)
+{
+	struct hml_ep *s;
+
+	if (r->tagged || !hml_rx_directed(q, r) || !q->av)
+		return false;
+	s = hml_av_target(q->av, r->src);
+	return s && !s->base->opaque && !s->base->cuda_forbidden &&
+	       !q->owner->base->cuda_forbidden;
+}
+
 static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		    const struct fi_msg_tagged *m, uint64_t flags, int tagged)
 {
@@ -290,11 +311,18 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		free(r);
 		return 0;
 	}
+	if (keep(q, r)) {
+		r->state = HML_RX_KEPT;
+		link_rx(q, r);
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
 	return post_locked(q, r);
 }
 
-/* A receive taken back for a sender that gave up waiting for the cancel:
- * it goes to what waits for it, or back to the provider. */
+/* A receive taken back for a sender that gave up waiting for the cancel, or
+ * a multi-receive buffer with room left: it goes to what waits for it, or
+ * back to the provider (or, kept, to the end of the queue). */
 void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
 {
 	void *context = r->context;
@@ -304,6 +332,11 @@ void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
 	if (!take_waiting(q, r)) {
 		pthread_mutex_unlock(&q->lock);
 		free(r);
+		return;
+	}
+	if (r->state == HML_RX_KEPT) {
+		link_rx(q, r);
+		pthread_mutex_unlock(&q->lock);
 		return;
 	}
 	if (post_locked(q, r))
@@ -496,7 +529,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	bool keep;
 
 	for (r = *bucket(q, e->op_context); r; r = r->hnext)
-		if (r->context == e->op_context)
+		if (r->context == e->op_context && r->state != HML_RX_KEPT)
 			break;
 	/* Contexts need not be unique: an entry whose flags say it is a
 	 * send's or an RMA's is not the receive's. Without a context only a
@@ -547,6 +580,42 @@ bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
 	return keep;
 }
 
+/* The application's fi_cancel of a receive the shim kept: completed with
+ * FI_ECANCELED, as the provider completes one it holds. HML_PASS for any
+ * other operation. */
+ssize_t hml_rx_cancel(struct hml_ep *e, void *context)
+{
+	struct hml_rxq *q = hml_rxq_of(e);
+	struct hml_cq *cq = NULL;
+	struct hml_rx *r = NULL;
+	struct hml_cqe c;
+
+	if (!q)
+		return HML_PASS;
+	pthread_mutex_lock(&q->lock);
+	for (r = *bucket(q, context); r; r = r->hnext)
+		if (r->context == context && r->state == HML_RX_KEPT)
+			break;
+	if (r) {
+		hml_rx_unlink(q, r);
+		cq = q->ncqs ? q->cqs[0] : NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (!r)
+		return HML_PASS;
+	c = (struct hml_cqe) {
+		.op_context = context,
+		.flags = FI_MSG | FI_RECV | (r->flags & FI_MULTI_RECV),
+		.src_addr = FI_ADDR_NOTAVAIL,
+		.err = FI_ECANCELED,
+		.prov_errno = -FI_ECANCELED,
+	};
+	if (cq)
+		hml_cq_push(cq, &c);
+	free(r);
+	return 0;
+}
+
 static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 {
 	struct hml_rxq *q = calloc(1, sizeof(*q));
@@ -558,6 +627,7 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 	}
 	pthread_mutex_init(&q->lock, NULL);
 	q->owner = o;
+	q->av = hml_ep_av(t->base);
 	q->caps = t->base->caps;
 	q->owner_rx_cq_flags = t->base->rx_cq_flags;
 	for (int i = 0; i < 2; i++) {

@@ -14,7 +14,7 @@ enum kind { READ, WRITE, INJECT };
 
 static struct hml_ep *rma_ep(struct fid_ep *ep)
 {
-	return container_of(ep->rma, struct hml_ep, rma.ops);
+	return hml_container_of(ep->rma, struct hml_ep, rma.ops);
 }
 
 static void bad_input(int err, const struct fi_msg_rma *msg, int kind)

@@ -23,18 +23,38 @@ unsigned int hml_self_gen = 1;
 #define EFA_PAD_OFF 18
 #define EFA_PAD_LEN 2
 
+/* A string address without its "scheme://": shm of libfabric 2.x names an
+ * endpoint "fi_shm://PID:..." but looks the same address up without the
+ * scheme (smr_no_prefix). */
+static const char *no_scheme(const char *s, size_t *len)
+{
+	const char *p = memmem(s, *len, "://", 3);
+
+	if (!p)
+		return s;
+	*len -= p + 3 - s;
+	return p + 3;
+}
+
 static bool same_addr(const struct hml_ep *e, const void *addr, size_t len,
 		      uint32_t format)
 {
+	const char *name = e->name;
+	size_t namelen = e->namelen;
+
 	if (e->addr_format != format)
 		return false;
 	if (format == FI_ADDR_EFA)
-		return len >= EFA_NAME_LEN && e->namelen >= EFA_NAME_LEN &&
-		       !memcmp(e->name, addr, EFA_PAD_OFF) &&
-		       !memcmp(e->name + EFA_PAD_OFF + EFA_PAD_LEN,
+		return len >= EFA_NAME_LEN && namelen >= EFA_NAME_LEN &&
+		       !memcmp(name, addr, EFA_PAD_OFF) &&
+		       !memcmp(name + EFA_PAD_OFF + EFA_PAD_LEN,
 			       (const char *) addr + EFA_PAD_OFF + EFA_PAD_LEN,
 			       EFA_NAME_LEN - EFA_PAD_OFF - EFA_PAD_LEN);
-	return len == e->namelen && !memcmp(e->name, addr, len);
+	if (format == FI_ADDR_STR) {
+		name = no_scheme(name, &namelen);
+		addr = no_scheme(addr, &len);
+	}
+	return len == namelen && !memcmp(name, addr, len);
 }
 
 static bool unlink_locked(struct hml_ep *e)

@@ -19,6 +19,16 @@
 
 #define T_SKIP 77
 
+/* libfabric 2.0 took container_of out of rdma/fabric.h. */
+#define t_container_of(ptr, type, member) \
+	((type *) ((char *) (ptr) - offsetof(type, member)))
+
+/* The mr_mode values of API 1.0, which applications of that API still
+ * pass and libfabric 2.x headers deprecate. */
+#define T_MR_UNSPEC	0
+#define T_MR_BASIC	(1 << 0)
+#define T_MR_SCALABLE	(1 << 1)
+
 extern const char *t_prov;
 
 /* Parse -p PROVIDER; other options are left from optind on. */
@@ -31,6 +41,7 @@ void t_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long t_fi_check(long ret, const char *what, int line);
 
 struct t_opts {
+	uint32_t version;		/* API version, default 1.17 */
 	uint64_t caps;			/* default FI_MSG|FI_TAGGED|FI_RMA */
 	uint64_t mr_mode;		/* default: what the tests can handle */
 	uint64_t mode;
@@ -118,6 +129,14 @@ void t_dev_put(void *dev, const void *host, size_t n);
 void t_dev_get(void *host, const void *dev, size_t n);
 #define t_cu(call) t_cu_check((call), #call, __LINE__)
 void t_cu_check(CUresult r, const char *what, int line);
+
+/* Where the error entry of each API version ends. */
+#define T_ERR_END_1_0	offsetof(struct fi_cq_err_entry, err_data_size)
+#define T_ERR_END_1_5	(T_ERR_END_1_0 + sizeof(size_t))
+#define T_ERR_END_1_20	(T_ERR_END_1_5 + sizeof(fi_addr_t))
+/* Fail unless fi_cq_readerr left every byte of raw (size bytes, 0xa5 before
+ * the call) beyond end, where its API version's entry ends. */
+void t_err_within(const void *raw, size_t size, size_t end, const char *what);
 
 /* How a device operation ended: what the tests that show the bug without
  * hmemloop report (the values are child exit statuses). */

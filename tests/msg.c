@@ -243,6 +243,7 @@ void ep_open(struct ep *e, struct t_fabric *f, const char *name,
 		.events = FI_CNTR_EVENTS_COMP,
 		.wait_obj = FI_WAIT_NONE,
 	};
+	size_t got = 0, len = sizeof(got);
 
 	memset(e, 0, sizeof(*e));
 	e->name = name;
@@ -262,12 +263,21 @@ void ep_open(struct ep *e, struct t_fabric *f, const char *name,
 	}
 	if (srx)
 		t_fi(fi_ep_bind(e->t.ep, &srx->fid, 0));
-	t_fi(fi_enable(e->t.ep));
-	/* After fi_enable: shm 1.17 crashes on it before. */
-	if (min_multi)
+	/* shm 1.17 crashes on it before fi_enable; 2.x's shm and rxm take it
+	 * only before, when they make their receive queues (util_srx). */
+	if (min_multi && FI_MAJOR(fi_version()) >= 2)
 		t_fi(fi_setopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
 			       FI_OPT_MIN_MULTI_RECV, &min_multi,
 			       sizeof(min_multi)));
+	t_fi(fi_enable(e->t.ep));
+	if (min_multi && FI_MAJOR(fi_version()) < 2)
+		t_fi(fi_setopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
+			       FI_OPT_MIN_MULTI_RECV, &min_multi,
+			       sizeof(min_multi)));
+	if (min_multi && !fi_getopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
+				    FI_OPT_MIN_MULTI_RECV, &got, &len))
+		t_assert(got == min_multi, "%s: FI_OPT_MIN_MULTI_RECV reads %zu "
+			 "after setting %zu", name, got, min_multi);
 	e->t.namelen = sizeof(e->t.name);
 	t_fi(fi_getname(&e->t.ep->fid, e->t.name, &e->t.namelen));
 	t_progress(e->t.cq);

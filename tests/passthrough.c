@@ -50,9 +50,9 @@ static void digest(const char *what, struct fid_cq *cq, void *ctx,
 	       buf ? t_crc(buf, len) : 0);
 }
 
-static void side_open(struct side *s, unsigned seed)
+static void side_open(struct side *s, unsigned seed, const struct t_opts *o)
 {
-	t_open(&s->f, NULL);
+	t_open(&s->f, o);
 	t_ep_open(&s->e, &s->f, NULL);
 	s->caps = s->f.info->caps;
 	t_fill(s->buf, LEN, seed);
@@ -126,8 +126,8 @@ static void same_process(void)
 	fi_addr_t ab;
 	int rctx;
 
-	side_open(a, 1);
-	side_open(b, 2);
+	side_open(a, 1, NULL);
+	side_open(b, 2, NULL);
 	ab = t_insert(&a->e, b->e.name);
 
 	rma(a, ab, target_of(b), "self");
@@ -140,6 +140,88 @@ static void same_process(void)
 	}
 	/* And an endpoint to itself. */
 	rma(a, t_insert(&a->e, a->e.name), target_of(a), "loop");
+	side_close(a);
+	side_close(b);
+	free(a);
+	free(b);
+}
+
+/*
+ * The provider's error entry for a receive too short for a message of this
+ * process, read in the layout of an API version: 1.0 ends at err_data, 1.5
+ * at err_data_size, 1.20 at src_addr. hmemloop passes it on as the provider
+ * wrote it, and writes no byte beyond the layout.
+ */
+static void truncated(uint32_t version, size_t end)
+{
+	struct t_opts o = {
+		.version = version,
+		.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ?
+			   T_MR_BASIC : 0,
+	};
+	struct side *a, *b;
+	struct t_fabric f;
+	union {
+		struct fi_cq_err_entry e;
+		uint8_t raw[128];
+	} u;
+	struct fi_cq_tagged_entry ent;
+	double until = t_now() + t_wait_s();
+	struct iovec iov;
+	struct fi_msg m;
+	char what[32];
+	fi_addr_t ab;
+	int rctx, sctx;
+	ssize_t ret;
+
+	snprintf(what, sizeof(what), "API %u.%u truncated",
+		 FI_MAJOR(version), FI_MINOR(version));
+	/* A provider built against older headers does not serve it. */
+	if (FI_VERSION_LT(fi_version(), version) || t_try_open(&f, &o)) {
+		fprintf(out, "digest: %s: not served\n", what);
+		return;
+	}
+	t_close(&f);
+	a = calloc(1, sizeof(*a));
+	b = calloc(1, sizeof(*b));
+	side_open(a, 5, &o);
+	side_open(b, 6, &o);
+	ab = t_insert(&a->e, b->e.name);
+	/* fi_recvmsg, as hmemloop posts a receive it records: sockets'
+	 * error entries show which call posted it (SOCK_USE_OP_FLAGS). */
+	iov = (struct iovec) { b->buf, 100 };
+	m = (struct fi_msg) { .msg_iov = &iov, .desc = &b->mr.desc,
+			      .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+			      .context = &rctx };
+	t_post(b->e.cq, fi_recvmsg(b->e.ep, &m, FI_COMPLETION));
+	t_post(a->e.cq, fi_send(a->e.ep, a->buf, 300, a->mr.desc, ab, &sctx));
+	digest(what, a->e.cq, &sctx, NULL, 0);
+	while ((ret = fi_cq_read(b->e.cq, &ent, 1)) == -FI_EAGAIN &&
+	       t_now() < until)
+		t_drive(b->e.cq);
+	if (ret == 1) {
+		fprintf(out, "digest: %s: no error, flags %#lx len %zu\n", what,
+			(unsigned long) ent.flags, ent.len);
+		goto out;
+	}
+	t_assert(ret == -FI_EAVAIL, "%s: fi_cq_read: %zd (%s)", what, ret,
+		 fi_strerror(-ret));
+	memset(&u, 0xa5, sizeof(u));
+	t_assert(fi_cq_readerr(b->e.cq, &u.e, 0) == 1, "%s: fi_cq_readerr",
+		 what);
+	t_err_within(u.raw, sizeof(u.raw), end, what);
+	t_assert(u.e.op_context == &rctx, "%s: context %p, expected %p", what,
+		 u.e.op_context, (void *) &rctx);
+	fprintf(out, "digest: %s: flags %#lx len %zu err %d olen %zu "
+		"prov_errno %d", what, (unsigned long) u.e.flags, u.e.len,
+		u.e.err, u.e.olen, u.e.prov_errno);
+	if (end >= T_ERR_END_1_5)
+		fprintf(out, " err_data_size %zu", u.e.err_data_size);
+	if (end >= T_ERR_END_1_20)
+		fprintf(out, " src_addr %#lx", (unsigned long)
+			*(fi_addr_t *) (u.raw + T_ERR_END_1_5));
+	fprintf(out, "\n");
+out:
 	side_close(a);
 	side_close(b);
 	free(a);
@@ -178,7 +260,7 @@ static void peer(int rfd, int wfd)
 	int rctx;
 
 	out = open_memstream(&text, &size);
-	side_open(b, 3);
+	side_open(b, 3, NULL);
 	t = target_of(b);
 	xwrite(wfd, &b->e.namelen, sizeof(b->e.namelen));
 	xwrite(wfd, b->e.name, b->e.namelen);
@@ -223,7 +305,7 @@ static void two_processes(void)
 	xread(from_peer[0], name, len);
 	xread(from_peer[0], &t, sizeof(t));
 
-	side_open(a, 4);
+	side_open(a, 4, NULL);
 	dest = t_insert(&a->e, name);
 	for (int tagged = 0; tagged < 2; tagged++) {
 		xread(from_peer[0], &ready, 1);
@@ -242,6 +324,9 @@ int main(int argc, char **argv)
 	t_init(argc, argv, NULL);
 	out = stdout;
 	same_process();
+	truncated(FI_VERSION(1, 4), T_ERR_END_1_0);
+	truncated(FI_VERSION(1, 17), T_ERR_END_1_5);
+	truncated(FI_VERSION(1, 20), T_ERR_END_1_20);
 	two_processes();
 	t_ok("pass-through traffic on %s", t_prov);
 	return 0;

@@ -40,16 +40,22 @@ static unsigned B(int o)
 	}
 }
 
-/* What each provider does on a GPU without hmemloop, as measured. */
+/* What each provider does on a GPU without hmemloop, as measured; on
+ * libfabric 2.x (measured with the CUDA driver double), shm crashes on
+ * every operation and rxm on every message, where 1.17 gave errors. */
 static unsigned expected(enum op op)
 {
+	bool v2 = FI_MAJOR(fi_version()) >= 2;
+
 	if (!strcmp(t_prov, "shm")) {
-		if (op == WRITE || op == WRITEMSG || op == READ || op == SEND)
+		if (!v2 && (op == WRITE || op == WRITEMSG || op == READ ||
+			    op == SEND))
 			return B(T_ERR_CQE);
-		return B(T_CRASH) | B(T_ERR_CQE);
+		return B(T_CRASH) | (v2 ? 0 : B(T_ERR_CQE));
 	}
 	if (!strcmp(t_prov, "tcp;ofi_rxm"))
-		return B(T_ERR_CQE) | B(T_NO_CQE);
+		return v2 && op >= SEND ? B(T_CRASH) :
+		       B(T_ERR_CQE) | B(T_NO_CQE);
 	if (!strcmp(t_prov, "sockets"))
 		return B(T_NO_CQE) | B(T_CRASH);
 	if (!strcmp(t_prov, "udp;ofi_rxd"))

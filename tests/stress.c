@@ -241,8 +241,8 @@ static void reap_one(struct worker *w, const struct fi_cq_tagged_entry *e)
 
 	t_assert(c, "a completion without a context (flags %#llx)",
 		 (unsigned long long) e->flags);
-	op = c->role == TX ? container_of(c, struct op, tx) :
-			     container_of(c, struct op, rx);
+	op = c->role == TX ? t_container_of(c, struct op, tx) :
+			     t_container_of(c, struct op, rx);
 	t_assert(op >= s.ops && op < s.ops + s.nops &&
 		 c == (c->role == TX ? &op->tx : &op->rx),
 		 "a completion for a context no operation has: %p", (void *) c);
@@ -285,8 +285,8 @@ static void reap_err(struct fid_cq *cq)
 		return;
 	c = err.op_context;
 	if (c)
-		op = c->role == TX ? container_of(c, struct op, tx) :
-				     container_of(c, struct op, rx);
+		op = c->role == TX ? t_container_of(c, struct op, tx) :
+				     t_container_of(c, struct op, rx);
 	if (op && op >= s.ops && op < s.ops + s.nops)
 		t_fail("op %u (%s, %zu bytes, %s to %s, ep %d to %d): error "
 		       "completion (%s): err %d (%s), prov_errno %d", op->id,

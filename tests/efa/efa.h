@@ -59,6 +59,11 @@ _Static_assert(sizeof(struct efa_ep_addr) == 32, "EFA addresses are 32 bytes");
 		  FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_HMEM)
 #define EFA_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define EFA_MR_BASIC_MAP (FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)
+/* The mr_mode values of API 1.0, which libfabric 2.x headers deprecate and
+ * EFA still takes (OFI_MR_BASIC, OFI_MR_SCALABLE in libfabric's ofi.h). */
+#define EFA_MR_UNSPEC 0
+#define EFA_MR_BASIC (1 << 0)
+#define EFA_MR_SCALABLE (1 << 1)
 #define EFA_MR_KEY_SIZE 4
 #define EFA_RMA_IOV_LIMIT 1
 #define EFA_PROTOCOL_VERSION 4
@@ -102,7 +107,7 @@ struct efa_ep {
 	uint64_t tx_flags, rx_flags;
 	uint64_t shm_tx_flags, shm_rx_flags;
 	bool enabled;
-	bool min_multi_recv_set;	/* before enabling: kept for then */
+	bool min_multi_recv_set;	/* kept: see efa_ep.c */
 	size_t min_multi_recv;
 };
 

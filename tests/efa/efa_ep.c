@@ -71,25 +71,32 @@ static int opsflag(struct efa_ep *e, int command, uint64_t *flags)
 	return 0;
 }
 
+static int min_multi_recv_to_shm(struct efa_ep *e)
+{
+	if (!e->min_multi_recv_set)
+		return 0;
+	return fi_setopt(&e->shm->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
+			 &e->min_multi_recv, sizeof(e->min_multi_recv));
+}
+
 static int ep_control(struct fid *fid, int command, void *arg)
 {
 	struct efa_ep *e = efa_container(fid, struct efa_ep, ep.fid);
+	/* shm 2.x takes FI_OPT_MIN_MULTI_RECV only before it is enabled. */
+	bool early = FI_MAJOR(fi_version()) >= 2;
 	int ret;
 
 	switch (command) {
 	case FI_ALIAS:
 		return -FI_ENOSYS;	/* aliases would need proxies too */
 	case FI_ENABLE:
+		if (early && (ret = min_multi_recv_to_shm(e)))
+			return ret;
 		ret = fi_enable(e->shm);
 		if (ret)
 			return ret;
 		e->enabled = true;
-		if (e->min_multi_recv_set)
-			ret = fi_setopt(&e->shm->fid, FI_OPT_ENDPOINT,
-					FI_OPT_MIN_MULTI_RECV,
-					&e->min_multi_recv,
-					sizeof(e->min_multi_recv));
-		return ret;
+		return early ? 0 : min_multi_recv_to_shm(e);
 	case FI_GETOPSFLAG:
 	case FI_SETOPSFLAG:
 		return opsflag(e, command, arg);
@@ -115,9 +122,10 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	return fi_cancel(&e->shm->fid, context);
 }
 
-/* shm 1.17 keeps FI_OPT_MIN_MULTI_RECV in a receive context it makes when
- * enabled, and crashes if the option comes sooner; EFA takes it any time.
- * So until then the double keeps it, and hands it to shm when enabled. */
+/* shm keeps FI_OPT_MIN_MULTI_RECV in a receive context it makes when
+ * enabled: 1.17 crashes if the option comes sooner, 2.x ignores it if it
+ * comes later. EFA takes it, and reads it back, any time. So the double
+ * keeps it, and hands it to shm when enabling it and after. */
 #define SHM_MIN_MULTI_RECV_DEFAULT 4096		/* shm's SMR_INJECT_SIZE */
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval,
@@ -125,8 +133,8 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval,
 {
 	struct efa_ep *e = efa_container(fid, struct efa_ep, ep.fid);
 
-	if (!e->enabled && level == FI_OPT_ENDPOINT &&
-	    optname == FI_OPT_MIN_MULTI_RECV) {
+	if ((!e->enabled || e->min_multi_recv_set) &&
+	    level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV) {
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
 		*(size_t *) optval = e->min_multi_recv_set ?
@@ -142,13 +150,12 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
 {
 	struct efa_ep *e = efa_container(fid, struct efa_ep, ep.fid);
 
-	if (!e->enabled && level == FI_OPT_ENDPOINT &&
-	    optname == FI_OPT_MIN_MULTI_RECV) {
+	if (level == FI_OPT_ENDPOINT && optname == FI_OPT_MIN_MULTI_RECV) {
 		if (optlen != sizeof(size_t))
 			return -FI_EINVAL;
 		e->min_multi_recv = *(const size_t *) optval;
 		e->min_multi_recv_set = true;
-		return 0;
+		return e->enabled ? min_multi_recv_to_shm(e) : 0;
 	}
 	return fi_setopt(&e->shm->fid, level, optname, optval, optlen);
 }

@@ -161,7 +161,7 @@ static uint64_t mr_mode_for(uint64_t caps, uint64_t mode)
 			return 0;
 		mode &= ~(uint64_t) MR_RMA_TARGET;
 	}
-	return mode & ~(uint64_t) (FI_MR_BASIC | FI_MR_SCALABLE);
+	return mode & ~(uint64_t) (EFA_MR_BASIC | EFA_MR_SCALABLE);
 }
 
 static void set_str(char **s, const char *v)
@@ -211,7 +211,7 @@ struct fi_info *efa_shm_hints(uint32_t version, const struct fi_info *src)
 	h->domain_attr->caps = (h->domain_attr->caps & ~(uint64_t) ADDR_CAPS) |
 			       FI_LOCAL_COMM;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-		h->domain_attr->mr_mode = FI_MR_BASIC;
+		h->domain_attr->mr_mode = EFA_MR_BASIC;
 	else
 		h->domain_attr->mr_mode = FI_MR_VIRT_ADDR |
 			(h->caps & FI_HMEM ? FI_MR_HMEM : 0);
@@ -309,13 +309,13 @@ static int check_hints(uint32_t version, const char *node, uint64_t flags,
 	 * FI_MR_HMEM with FI_HMEM), or FI_MR_BASIC itself. */
 	user_mode = (uint64_t) d->mr_mode;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5))) {
-		if (user_mode != FI_MR_UNSPEC && user_mode != FI_MR_BASIC)
+		if (user_mode != EFA_MR_UNSPEC && user_mode != EFA_MR_BASIC)
 			NODATA("registration mode %#llx\n",
 			       (unsigned long long) user_mode);
-	} else if (user_mode & FI_MR_BASIC) {
-		if (user_mode != FI_MR_BASIC)
+	} else if (user_mode & EFA_MR_BASIC) {
+		if (user_mode != EFA_MR_BASIC)
 			NODATA("FI_MR_BASIC with other bits\n");
-	} else if (user_mode & FI_MR_SCALABLE) {
+	} else if (user_mode & EFA_MR_SCALABLE) {
 		NODATA("FI_MR_SCALABLE is not supported\n");
 	} else {
 		need = mr_mode_for(hints->caps, EFA_MR_BASIC_MAP |
@@ -366,8 +366,8 @@ static int efa_info_from(uint32_t version, const struct fi_info *hints,
 	if (user_mode & FI_MR_LOCAL)
 		prov_mode |= FI_MR_LOCAL;
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)) ||
-	    (user_mode & FI_MR_BASIC)) {
-		fi->domain_attr->mr_mode = FI_MR_BASIC;
+	    (user_mode & EFA_MR_BASIC)) {
+		fi->domain_attr->mr_mode = EFA_MR_BASIC;
 	} else {
 		/* An RMA target whose hints cannot take EFA's keys and
 		 * addresses is not one. */
