@@ -5,7 +5,8 @@ LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
-	tests/wait tests/stress tests/shapes tests/idle tests/early tests/hmem
+	tests/wait tests/stress tests/shapes tests/idle tests/early tests/hmem \
+	tests/peers
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
