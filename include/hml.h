@@ -66,6 +66,11 @@ void hml_table_copy(void *copy, const void *prov);
 			(tbl)->member = (fn);				\
 	} while (0)
 
+/* interpose.c: libfabric's symbol name@version; hml_resolve warns where it
+ * is missing. */
+void *hml_lookup(const char *name, const char *version);
+void *hml_resolve(const char *name, const char *version);
+
 /* interpose.c: calls forwarded into libfabric run with this raised, so that
  * the fabrics libfabric opens for itself (rxm's tcp core, efa's shm) pass
  * through unwrapped. */
@@ -114,11 +119,13 @@ struct hml_domain {
 	uint64_t caps;
 	uint64_t mr_mode;
 	uint32_t addr_format;
+	bool hmem;			/* opened with FI_HMEM the application
+					 * did not ask for (hmem.c) */
 	struct hml_mrmap mrs;
 };
 
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
-		     const struct fi_info *info);
+		     const struct fi_info *info, bool hmem);
 
 /* cntr.c */
 struct hml_cntr {
@@ -369,6 +376,9 @@ struct hml_mr {
 	struct iovec iov[];
 };
 
+/* libfabric 1.20's FI_MR_DMABUF, which older headers lack. */
+#define HML_MR_DMABUF (1ULL << 40)
+
 void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
 		 const struct fi_mr_attr *attr, uint64_t flags);
 void hml_mr_put(struct hml_mr *mr);
@@ -416,5 +426,17 @@ const struct hml_mem *hml_side_device(const struct hml_side *s);
 /* rma.c */
 #define HML_PASS 1			/* not ours: the provider's to do */
 void hml_rma_ops(struct fi_ops_rma *ops);
+
+/* getinfo.c and hmem.c: FI_HMEM asked for on the application's behalf */
+struct fi_info *hml_info_dup(const struct fi_info *info);
+void hml_info_free(struct fi_info *info);
+bool hml_hmem_verified(const struct fi_info *info);
+void hml_hmem_caps(struct fi_info *info, bool on);
+struct fi_info *hml_hmem_domain_info(const struct fi_info *info);
+struct fi_info *hml_hmem_ep_info(const struct hml_domain *d,
+				 struct fi_info *info);
+void hml_hmem_put(struct fi_info *used, const struct fi_info *info);
+int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
+		 bool apps, uint64_t flags, struct fid_mr **mr);
 
 #endif

@@ -35,6 +35,11 @@ static const struct var {
 	  (const char *const[]) { "device", "all", NULL }, &hml_config.self,
 	  "which same-process operations to perform locally: those touching "
 	  "device memory, or all of them" },
+	{ "HMEMLOOP_HMEM", VAR_ENUM, "auto",
+	  (const char *const[]) { "off", "auto", "on", NULL }, &hml_config.hmem,
+	  "ask the provider for FI_HMEM on the application's behalf: off, "
+	  "where its hints ask for FI_MR_HMEM (auto), or always (on), "
+	  "wherever CUDA registrations work" },
 };
 
 static const char *const bool_values[] = { "0", "1", NULL };

@@ -51,9 +51,11 @@ static int hml_endpoint(struct fid_domain *domain, struct fi_info *info,
 			struct fid_ep **ep, void *context)
 {
 	struct hml_domain *d = domain_of(domain);
+	struct fi_info *pi = hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->endpoint(domain, info, ep, context));
+	ret = HML_FORWARD(d->prov->endpoint(domain, pi, ep, context));
+	hml_hmem_put(pi, info);
 	if (!ret)
 		hml_ep_wrap(d, *ep, info);
 	return ret;
@@ -63,9 +65,11 @@ static int hml_endpoint2(struct fid_domain *domain, struct fi_info *info,
 			 struct fid_ep **ep, uint64_t flags, void *context)
 {
 	struct hml_domain *d = domain_of(domain);
+	struct fi_info *pi = flags & FI_PEER ? info : hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->endpoint2(domain, info, ep, flags, context));
+	ret = HML_FORWARD(d->prov->endpoint2(domain, pi, ep, flags, context));
+	hml_hmem_put(pi, info);
 	if (!ret && !(flags & FI_PEER))
 		hml_ep_wrap(d, *ep, info);
 	return ret;
@@ -75,9 +79,11 @@ static int hml_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			   struct fid_ep **sep, void *context)
 {
 	struct hml_domain *d = domain_of(domain);
+	struct fi_info *pi = hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->scalable_ep(domain, info, sep, context));
+	ret = HML_FORWARD(d->prov->scalable_ep(domain, pi, sep, context));
+	hml_hmem_put(pi, info);
 	if (!ret)
 		hml_ep_wrap(d, *sep, info);
 	return ret;
@@ -111,10 +117,14 @@ static int hml_mr_reg(struct fid *fid, const void *buf, size_t len,
 	struct iovec iov = { (void *) buf, len };
 	struct fi_mr_attr attr = {
 		.mr_iov = &iov, .iov_count = 1, .access = access,
-		.requested_key = requested_key,
+		.offset = offset, .requested_key = requested_key,
+		.context = context,
 	};
 	int ret;
 
+	ret = hml_hmem_reg(d, &attr, false, flags, mr);
+	if (ret != HML_PASS)
+		return ret;
 	ret = HML_FORWARD(d->prov_mr->reg(fid, buf, len, access, offset,
 					  requested_key, flags, mr, context));
 	if (!ret)
@@ -129,10 +139,14 @@ static int hml_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	struct hml_domain *d = mr_domain_of(fid);
 	struct fi_mr_attr attr = {
 		.mr_iov = iov, .iov_count = count, .access = access,
-		.requested_key = requested_key,
+		.offset = offset, .requested_key = requested_key,
+		.context = context,
 	};
 	int ret;
 
+	ret = hml_hmem_reg(d, &attr, false, flags, mr);
+	if (ret != HML_PASS)
+		return ret;
 	ret = HML_FORWARD(d->prov_mr->regv(fid, iov, count, access, offset,
 					   requested_key, flags, mr, context));
 	if (!ret)
@@ -146,6 +160,9 @@ static int hml_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	struct hml_domain *d = mr_domain_of(fid);
 	int ret;
 
+	ret = hml_hmem_reg(d, attr, true, flags, mr);
+	if (ret != HML_PASS)
+		return ret;
 	ret = HML_FORWARD(d->prov_mr->regattr(fid, attr, flags, mr));
 	if (!ret)
 		hml_mr_wrap(d, *mr, attr, flags);
@@ -175,7 +192,7 @@ static uint64_t mr_mode_bits(uint64_t mode)
 }
 
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
-		     const struct fi_info *info)
+		     const struct fi_info *info, bool hmem)
 {
 	struct hml_domain *d = calloc(1, sizeof(*d));
 
@@ -189,6 +206,7 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 	d->caps = info->caps | info->domain_attr->caps;
 	d->mr_mode = mr_mode_bits(info->domain_attr->mr_mode);
 	d->addr_format = info->addr_format;
+	d->hmem = hmem;
 
 	if (hml_table_take(&domain->ops, &d->ops, d->prov)) {
 		hml_table_set(&d->ops.ops, av_open, hml_av_open);

@@ -13,11 +13,14 @@ static int hml_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 			   struct fid_domain **domain, void *context)
 {
 	struct hml_fabric *f = fabric_of(fabric);
+	struct fi_info *hi = hml_hmem_domain_info(info);
 	int ret;
 
-	ret = HML_FORWARD(f->prov->domain(fabric, info, domain, context));
+	ret = HML_FORWARD(f->prov->domain(fabric, hi ? hi : info, domain,
+					  context));
 	if (!ret)
-		hml_domain_wrap(f, *domain, info);
+		hml_domain_wrap(f, *domain, info, hi);
+	hml_info_free(hi);
 	return ret;
 }
 
@@ -26,13 +29,16 @@ static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
 			    void *context)
 {
 	struct hml_fabric *f = fabric_of(fabric);
+	struct fi_info *hi = flags & FI_PEER ? NULL :
+			     hml_hmem_domain_info(info);
 	int ret;
 
-	ret = HML_FORWARD(f->prov->domain2(fabric, info, domain, flags,
-					   context));
+	ret = HML_FORWARD(f->prov->domain2(fabric, hi ? hi : info, domain,
+					   flags, context));
 	/* A peer domain belongs to the provider that imports it. */
 	if (!ret && !(flags & FI_PEER))
-		hml_domain_wrap(f, *domain, info);
+		hml_domain_wrap(f, *domain, info, hi);
+	hml_info_free(hi);
 	return ret;
 }
 

@@ -20,7 +20,7 @@ typedef int (*fabric_fn)(void *attr, struct fid_fabric **fabric,
 typedef int (*fabric2_fn)(struct fi_info *info, struct fid_fabric **fabric,
 			  uint64_t flags, void *context);
 
-static void *resolve(const char *name, const char *version)
+void *hml_lookup(const char *name, const char *version)
 {
 	void *fn = dlvsym(RTLD_NEXT, name, version);
 	void *lib;
@@ -31,6 +31,13 @@ static void *resolve(const char *name, const char *version)
 		fn = dlvsym(lib, name, version);
 		dlclose(lib);
 	}
+	return fn;
+}
+
+void *hml_resolve(const char *name, const char *version)
+{
+	void *fn = hml_lookup(name, version);
+
 	if (!fn)
 		hml_warn("libfabric's %s@%s not found", name, version);
 	return fn;
@@ -38,7 +45,7 @@ static void *resolve(const char *name, const char *version)
 
 #define REAL(var, name, version) ({					\
 		if (!__atomic_load_n(&var, __ATOMIC_ACQUIRE))		\
-			__atomic_store_n(&var, resolve(name, version),	\
+			__atomic_store_n(&var, hml_resolve(name, version),	\
 					 __ATOMIC_RELEASE);		\
 		var; })
 

@@ -6,7 +6,6 @@
 #include "hml_log.h"
 
 /* libfabric 1.20's dmabuf registration; the layout is part of the ABI. */
-#define HML_MR_DMABUF (1ULL << 40)
 struct hml_mr_dmabuf {
 	int fd;
 	uint64_t offset;

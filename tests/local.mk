@@ -6,7 +6,8 @@ LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
 	tests/wait tests/stress tests/shapes tests/idle tests/early \
-	tests/overflow tests/fork tests/dlsym tests/reset
+	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
+	tests/peers
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
@@ -16,6 +17,7 @@ tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)
 tests_dlsym_LDADD = $(LIBS)
+tests_hmem_LDADD = $(LDADD) -ldl
 
 # tests/tables.c again, as a plugin that tests/dlopen opens RTLD_LOCAL.
 check_LTLIBRARIES += tests/libtables.la
@@ -40,4 +42,4 @@ check-gpu:
 clean-local:
 	rm -rf tests/logs
 
-EXTRA_DIST += tests/bench-smoke
+EXTRA_DIST += tests/bench-smoke tests/hmem-hints

@@ -187,4 +187,8 @@ int efa_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 /* efa_mr.c */
 extern struct fi_ops_mr efa_mr_ops;
 
+/* EFA_DOUBLE_CUDA=1: act as on a libfabric whose CUDA support started
+ * (device registrations accepted, logged at FI_LOG_LEVEL=info). */
+bool efa_cuda_started(void);
+
 #endif

@@ -119,6 +119,9 @@ static int domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	d->magic = EFA_MAGIC;
 	d->fabric = f;
 	d->caps = info->caps | info->domain_attr->caps;
+	if (d->caps & FI_HMEM)
+		FI_INFO(&efa_prov, FI_LOG_DOMAIN, "efa double: domain with "
+			"FI_HMEM\n");
 	d->mr_mode = (uint64_t) info->domain_attr->mr_mode;
 	d->av_type = info->domain_attr->av_type;
 	d->api_version = fabric->api_version;

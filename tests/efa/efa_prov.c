@@ -134,6 +134,13 @@ int efa_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 	return -FI_ENOSYS;
 }
 
+bool efa_cuda_started(void)
+{
+	const char *s = getenv("EFA_DOUBLE_CUDA");
+
+	return s && !strcmp(s, "1");
+}
+
 /* ---- fi_getinfo ---- */
 
 #define MR_RMA_TARGET (FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | \

@@ -1,0 +1,138 @@
+/*
+ * An application as in libfabric issue 12328: FI_MR_HMEM in its hints
+ * (with -n, not even that), no FI_HMEM, device memory registered as
+ * ordinary memory. tests/hmem-hints runs it under each HMEMLOOP_HMEM and
+ * reads what hmemloop and the provider logged; this program checks what
+ * the application sees: the capabilities it asked for through every
+ * symbol version of fi_getinfo the library has, registrations that
+ * succeed, and a same-process fi_write of device memory with the right
+ * bytes (hmemloop's own copy, whatever the provider was given).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hmltest.h"
+
+#define LEN (64 * 1024)
+
+static const char *const versions[] = {
+	"FABRIC_1.0", "FABRIC_1.1", "FABRIC_1.2", "FABRIC_1.3", "FABRIC_1.7",
+	"FABRIC_1.8", "FABRIC_1.9",
+};
+
+static void no_hmem(const struct fi_info *fi, const char *how)
+{
+	for (; fi; fi = fi->next)
+		t_assert(!(fi->caps & FI_HMEM) &&
+			 !(fi->tx_attr->caps & FI_HMEM) &&
+			 !(fi->rx_attr->caps & FI_HMEM),
+			 "%s: %s answered with FI_HMEM, not asked for", how,
+			 fi->fabric_attr->prov_name);
+}
+
+/* Each version the library exports, as an application bound to it calls
+ * it: fi_getinfo and fi_freeinfo of that version. */
+static void each_version(struct fi_info *hints)
+{
+	void *lib = dlopen("libfabric.so.1", RTLD_NOLOAD | RTLD_LAZY);
+	int n = 0;
+
+	t_assert(lib, "libfabric.so.1 is not loaded");
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		int (*getinfo)(uint32_t, const char *, const char *, uint64_t,
+			       const struct fi_info *, struct fi_info **);
+		void (*freeinfo)(struct fi_info *);
+		struct fi_info *fi;
+
+		/* What the library has; the call goes where the
+		 * application's would, to hmemloop when it is preloaded. */
+		if (!dlvsym(lib, "fi_getinfo", versions[i]))
+			continue;
+		getinfo = dlvsym(RTLD_DEFAULT, "fi_getinfo", versions[i]);
+		freeinfo = dlvsym(RTLD_DEFAULT, "fi_freeinfo", versions[i]);
+		t_assert(getinfo && freeinfo, "fi_getinfo@%s", versions[i]);
+		t_fi(getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &fi));
+		no_hmem(fi, versions[i]);
+		freeinfo(fi);
+		n++;
+	}
+	dlclose(lib);
+	t_ok("fi_getinfo in %d symbol versions: no FI_HMEM in the answers", n);
+}
+
+int main(int argc, char **argv)
+{
+	struct t_opts o = {
+		.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+			   FI_MR_PROV_KEY | FI_MR_HMEM,
+	};
+	struct iovec iov;
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov, .iov_count = 1,
+		.access = FI_REMOTE_WRITE | FI_WRITE,
+	};
+	struct t_mr src, dst, host;
+	struct t_fabric f;
+	struct fi_info *hints;
+	struct t_ep a;
+	fi_addr_t self;
+	char *buf = malloc(LEN);
+	int c;
+
+	t_init(argc, argv, "n");
+	while ((c = getopt(argc, argv, "p:n")) != -1)
+		if (c == 'n')
+			o.mr_mode &= ~(uint64_t) FI_MR_HMEM;
+	t_cuda_init();
+
+	hints = fi_allocinfo();
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = o.mr_mode;
+	hints->fabric_attr->prov_name = strdup(t_prov);
+	each_version(hints);
+	fi_freeinfo(hints);
+
+	if (t_try_open(&f, &o) == -FI_ENODATA)
+		t_skip("%s: no RDM endpoint with these hints", t_prov);
+	no_hmem(f.info, "the test's fi_getinfo");
+	t_ep_open(&a, &f, &o);
+	self = t_insert(&a, a.name);
+
+	/* fi_mr_reg, fi_mr_regattr with FI_HMEM_SYSTEM, and host memory. */
+	src.base = t_dev_alloc(LEN);
+	dst.base = t_dev_alloc(LEN);
+	t_reg(&f, src.base, LEN, FI_WRITE | FI_READ, 1, &src);
+	iov = (struct iovec) { dst.base, LEN };
+	attr.requested_key = 2;
+	t_fi(fi_mr_regattr(f.domain, &attr, 0, &dst.mr));
+	dst.desc = fi_mr_desc(dst.mr);
+	dst.key = fi_mr_key(dst.mr);
+	t_reg(&f, buf, LEN, FI_WRITE | FI_READ, 3, &host);
+	printf("registered: device %p and %p, host %p\n", src.base, dst.base,
+	       (void *) buf);
+
+	t_fill(buf, LEN, 7);
+	t_dev_put(src.base, buf, LEN);
+	memset(buf, 0, LEN);
+	t_dev_put(dst.base, buf, LEN);
+	t_post(a.cq, fi_write(a.ep, src.base, LEN, src.desc, self,
+			      t_raddr(&f, &dst, 0), dst.key, &a));
+	t_expect(a.cq, &a, FI_RMA | FI_WRITE, (size_t) -1);
+	t_dev_get(buf, dst.base, LEN);
+	t_assert(t_check(buf, LEN, 7), "fi_write: wrong bytes at the target");
+	t_ok("same-process fi_write of device memory: right bytes");
+
+	t_fi(fi_close(&host.mr->fid));
+	t_fi(fi_close(&dst.mr->fid));
+	t_fi(fi_close(&src.mr->fid));
+	t_dev_free(dst.base);
+	t_dev_free(src.base);
+	t_ep_close(&a);
+	t_close(&f);
+	free(buf);
+	return 0;
+}
