@@ -1,6 +1,7 @@
 /* Domains: where endpoints, completion queues, counters, address vectors
  * and memory regions are made. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "hml.h"
 #include "hml_log.h"
@@ -191,11 +192,33 @@ static uint64_t mr_mode_bits(uint64_t mode)
 	return mode;
 }
 
+/*
+ * tcp 2.x serves FI_THREAD_COMPLETION RDM endpoints from a multiplexed
+ * domain, which it knows later by the address of its op table
+ * (xnet_domain_multiplexed): with the shim's copy installed it takes the
+ * domain for a plain one and crashes in fi_enable. Such a domain cannot
+ * be wrapped in place, so it passes through.
+ */
+static bool known_by_its_ops(const struct fi_info *info)
+{
+	return info->ep_attr && info->ep_attr->type == FI_EP_RDM &&
+	       info->domain_attr->threading == FI_THREAD_COMPLETION &&
+	       info->fabric_attr->prov_name &&
+	       !strcmp(info->fabric_attr->prov_name, "tcp");
+}
+
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 		     const struct fi_info *info, bool hmem)
 {
-	struct hml_domain *d = calloc(1, sizeof(*d));
+	struct hml_domain *d;
 
+	if (known_by_its_ops(info)) {
+		hml_info("domain %p passes through: tcp's multiplexed domain "
+			 "(FI_THREAD_COMPLETION) is known by its op table",
+			 domain);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
 	if (!d || hml_mrmap_init(&d->mrs)) {
 		free(d);
 		hml_warn("out of memory: domain %p passes through", domain);

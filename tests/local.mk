@@ -7,6 +7,7 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
 	tests/wait tests/stress tests/shapes tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
+	tests/threading \
 	tests/peers
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
