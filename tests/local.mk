@@ -44,3 +44,14 @@ clean-local:
 	rm -rf tests/logs
 
 EXTRA_DIST += tests/bench-smoke tests/hmem-hints
+
+# libfabric's own fabtests, without hmemloop and through it: FABTESTS=DIR
+# is a fabtests install prefix, built outside this tree (README, Tests);
+# FABTESTS_LIBFABRIC=DIR the libfabric to run it against.
+check-fabtests: contrib/hmemloop $(lib_LTLIBRARIES)
+	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
+		FABTESTS=$(FABTESTS) FABTESTS_LIBFABRIC=$(FABTESTS_LIBFABRIC) \
+		bash $(srcdir)/tests/fabtests
+.PHONY: check-fabtests
+
+EXTRA_DIST += tests/fabtests tests/shm.sh
