@@ -252,6 +252,7 @@ struct hml_ep {
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t inject_size;
+	size_t rx_size;			/* fi_rx_attr size */
 	uint32_t addr_format;
 	bool addressable;		/* reached through address vectors */
 	bool cuda_forbidden;
@@ -274,8 +275,8 @@ struct hml_ep {
 	char name[64];
 };
 
-void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
-		 const struct fi_info *info);
+struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
+			   const struct fi_info *info);
 
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
@@ -350,7 +351,8 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 void hml_rx_track(struct hml_ep *t);
 void hml_rxq_free(struct hml_rxq *q);
-bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e);
+bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e);
+ssize_t hml_rx_cancel(fid_t fid, void *context);
 
 /* xfer.c: the buffers of one side of a same-process transfer */
 #define HML_IOV_MAX 64

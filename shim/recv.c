@@ -3,10 +3,12 @@
  * application posted, and the provider holds those. So once an endpoint is
  * in an address vector of this process, the shim records every receive
  * posted on it (or on its shared receive context), in posting order, until
- * its completion is read. A message from this process takes the first
- * matching receive back from the provider with fi_cancel (msg.c), or waits
- * here, staged, until a matching one is posted.
+ * its completion is read; the provider holds each under the record's own
+ * context (hml_msg.h says why). A message from this process takes the
+ * first matching receive back from the provider with fi_cancel (msg.c), or
+ * waits here, staged, until a matching one is posted.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +16,8 @@
 #include "hml_msg.h"
 
 #define BUCKETS 1024
-#define NOT_RECV (FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | \
-		  FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* Messages staged for an owner whose provider gives no rx_size. */
+#define UNEXP_DEFAULT 1024
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -49,7 +51,18 @@ struct hml_rxq *hml_rxq_of(struct hml_ep *e)
 
 static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
 {
-	return &q->by_ctx[((uintptr_t) ctx >> 4) % BUCKETS];
+	return &q->by_ctx[((uintptr_t) ctx >> 6) % BUCKETS];
+}
+
+/* The live record a provider's context names, if it names one: compared
+ * by address only, so an application's context is never read. */
+static struct hml_rx *rx_named(struct hml_rxq *q, const void *ctx)
+{
+	struct hml_rx *r;
+
+	for (r = *bucket(q, ctx); r && &r->ctx != ctx; r = r->hnext)
+		;
+	return r;
 }
 
 static void link_rx(struct hml_rxq *q, struct hml_rx *r)
@@ -60,8 +73,8 @@ static void link_rx(struct hml_rxq *q, struct hml_rx *r)
 	r->prev = head->prev;
 	head->prev->next = r;
 	head->prev = r;
-	r->hnext = *bucket(q, r->context);
-	*bucket(q, r->context) = r;
+	r->hnext = *bucket(q, &r->ctx);
+	*bucket(q, &r->ctx) = r;
 }
 
 void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
@@ -73,7 +86,7 @@ void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
 	r->prev->next = r->next;
 	r->next->prev = r->prev;
 	r->next = r->prev = NULL;
-	for (p = bucket(q, r->context); *p != r; p = &(*p)->hnext)
+	for (p = bucket(q, &r->ctx); *p != r; p = &(*p)->hnext)
 		;
 	*p = r->hnext;
 }
@@ -193,7 +206,7 @@ static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
 	struct fi_msg_tagged m = {
 		.msg_iov = r->iov, .desc = r->desc, .iov_count = r->count,
 		.addr = r->src, .tag = r->tag, .ignore = r->ignore,
-		.context = r->context,
+		.context = &r->ctx,
 	};
 
 	if (r->used) {
@@ -217,6 +230,7 @@ static struct hml_unexp *take_unexp(struct hml_rxq *q, struct hml_rx *r)
 			*p = u->next;
 			if (q->unexp_tail[r->tagged] == &u->next)
 				q->unexp_tail[r->tagged] = p;
+			q->nunexp--;
 			return u;
 		}
 	}
@@ -268,6 +282,16 @@ static ssize_t post_locked(struct hml_rxq *q, struct hml_rx *r)
 	return ret;
 }
 
+/* A receive the shim does not record: should the endpoint be tracked
+ * later, messages from this process must not wait for a recorded receive
+ * while the provider may hold a matching one (msg.c). A store once. */
+static struct hml_ep *untracked(struct hml_ep *o)
+{
+	if (!__atomic_load_n(&o->early_rx, __ATOMIC_RELAXED))
+		__atomic_store_n(&o->early_rx, true, __ATOMIC_RELAXED);
+	return o;
+}
+
 static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		    const struct fi_msg_tagged *m, uint64_t flags, int tagged)
 {
@@ -277,6 +301,7 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		hml_warn("out of memory: a receive (context %p) is not "
 			 "recorded; a same-process message cannot take it",
 			 m->context);
+		untracked(q->owner);
 		r = &(struct hml_rx) { .fid = fid, .context = m->context,
 			.flags = flags, .src = m->addr, .tag = m->tag,
 			.ignore = m->ignore, .tagged = tagged,
@@ -321,7 +346,7 @@ void hml_rx_orphans(struct hml_cq *cq)
 		struct hml_rx *r;
 
 		pthread_mutex_lock(&q->lock);
-		while ((r = q->orphans)) {
+		while (!q->closed && (r = q->orphans)) {
 			q->orphans = r->next;
 			r->next = NULL;
 			pthread_mutex_unlock(&q->lock);
@@ -341,7 +366,9 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	size_t size = src->len ? src->len : 1;
 	void *buf = NULL;
 
-	*err = -FI_ENOMEM;
+	/* Out of memory to stage it: the sender is pushed back, as a
+	 * provider out of buffers does. */
+	*err = -FI_EAGAIN;
 	if (!u)
 		return NULL;
 	u->target = t;
@@ -352,7 +379,8 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	if (src->device) {
 		u->side.mem[0] = *hml_side_device(src);
 		u->side.device = true;
-		*err = hml_cuda_alloc(&u->side.mem[0], size, &buf);
+		if (!hml_cuda_alloc(&u->side.mem[0], size, &buf))
+			*err = 0;
 	} else if ((buf = malloc(size))) {
 		*err = 0;
 	}
@@ -377,22 +405,24 @@ void hml_rx_unstage(struct hml_unexp *u)
 	free(u);
 }
 
-/* Queue a staged message: the queue is locked, and has no posted receive
- * that matches it. */
-void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
+/* May one more message wait? The queue is locked. As many as the owner
+ * could take receives for: a provider's unexpected messages are bounded
+ * too, and it pushes senders back with -FI_EAGAIN beyond. */
+bool hml_rx_room(const struct hml_rxq *q)
 {
-	*q->unexp_tail[tagged] = u;
-	q->unexp_tail[tagged] = &u->next;
+	return q->nunexp < q->max_unexp;
 }
 
-/* A receive the shim does not record: should the endpoint be tracked
- * later, messages from this process must not wait for a recorded receive
- * while the provider may hold a matching one (msg.c). A store once. */
-static struct hml_ep *untracked(struct hml_ep *o)
+/* Queue a staged message: the queue is locked, and has no posted receive
+ * that matches it. False, and nothing queued, when it is full. */
+bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 {
-	if (!__atomic_load_n(&o->early_rx, __ATOMIC_RELAXED))
-		__atomic_store_n(&o->early_rx, true, __ATOMIC_RELAXED);
-	return o;
+	if (!hml_rx_room(q))
+		return false;
+	*q->unexp_tail[tagged] = u;
+	q->unexp_tail[tagged] = &u->next;
+	q->nunexp++;
+	return true;
 }
 
 /* The receive wrappers: for an endpoint that is in no address vector of
@@ -485,26 +515,20 @@ void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
 }
 
 /*
- * An entry the provider wrote for one of the queue's receives: the receive
- * is done, unless it is a multi-receive buffer not yet released, or this is
- * the cancel a sender asked for, which the application never sees. False
- * when the entry is swallowed.
+ * An entry the provider wrote for one of the queue's receives, if its
+ * context names one: it gets the application's context back, and the
+ * receive is done, unless it is a multi-receive buffer not yet released,
+ * or this is the cancel a sender asked for, which the application never
+ * sees. False when the entry is swallowed.
  */
-static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
+static bool filter_one(struct hml_rxq *q, struct hml_cqe *e)
 {
-	struct hml_rx *r;
+	struct hml_rx *r = rx_named(q, e->op_context);
 	bool keep;
 
-	for (r = *bucket(q, e->op_context); r; r = r->hnext)
-		if (r->context == e->op_context)
-			break;
-	/* Contexts need not be unique: an entry whose flags say it is a
-	 * send's or an RMA's is not the receive's. Without a context only a
-	 * receive's own flags will do (a CQ of format CONTEXT has none:
-	 * such a receive stays recorded). */
-	if (!r || (e->flags & NOT_RECV) ||
-	    (!r->context && !(e->flags & FI_RECV)))
+	if (!r)
 		return true;
+	e->op_context = r->context;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
 		hml_rx_unlink(q, r);
 		r->state = HML_RX_RECLAIMED;
@@ -524,7 +548,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	hml_rx_unlink(q, r);
 	keep = e->err || !r->silent;
 	/* Whoever is busy with it frees it. */
-	if (r->state == HML_RX_POSTED ||
+	if (r->state == HML_RX_POSTED || r->state == HML_RX_APP_CANCELED ||
 	    (r->state == HML_RX_CANCELING && r->abandoned))
 		free(r);
 	else
@@ -532,7 +556,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	return keep;
 }
 
-bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
+bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e)
 {
 	int n = __atomic_load_n(&cq->nrxqs, __ATOMIC_ACQUIRE);
 	bool keep = true;
@@ -564,6 +588,8 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 		q->posted[i].next = q->posted[i].prev = &q->posted[i];
 		q->unexp_tail[i] = &q->unexp[i];
 	}
+	q->max_unexp = o->rx_size ? o->rx_size :
+		       t->base->rx_size ? t->base->rx_size : UNEXP_DEFAULT;
 	/* Taking a multi-receive buffer, the shim releases it as the
 	 * provider would: when less than this is left. */
 	if (!fi_getopt(&o->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
@@ -572,39 +598,108 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 	return q;
 }
 
-/* Start recording the receives of an endpoint that is now in an address
- * vector of this process, and watch the CQ they complete on. */
-void hml_rx_track(struct hml_ep *t)
+/* A CQ t's receives complete on is read through q's records, or, where
+ * it cannot be, messages to q pass through. */
+static void watch(struct hml_rxq *q, struct hml_ep *t)
 {
-	struct hml_ep *o = hml_rx_owner(t);
-	struct hml_rxq *q = rxq_any(t), *n;
-
-	if (!q) {
-		n = rxq_new(o, t);
-		if (!n) {
-			hml_warn("out of memory: messages to endpoint %p from "
-				 "this process pass through", t->ep);
-			return;
-		}
-		if (__atomic_compare_exchange_n(&o->rxq, &q, n, false,
-						__ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			q = n;
-			hml_info("endpoint %p is in an address vector of this "
-				 "process: receives posted on it from now on "
-				 "are recorded", t->ep);
-		} else {
-			hml_rxq_free(n);
-		}
-	}
-	/* A completion the shim does not see would leave a receive it
-	 * could take back after the provider filled it. */
 	if (t->base->rx_cq && !hml_cq_watch(t->base->rx_cq, q) &&
 	    !__atomic_exchange_n(&q->pass, true, __ATOMIC_RELAXED))
 		hml_warn("endpoint %p: its CQ serves %d tracked endpoints, or "
 			 "its shared receive context %d CQs: same-process "
 			 "messages to it pass through", t->ep, HML_CQ_RXQS,
 			 HML_CQ_RXQS);
+}
+
+/* The first receive posted with the application's context that no sender
+ * is taking; *busy if it is still being handed to the provider. Rare:
+ * a walk. */
+static struct hml_rx *app_rx(struct hml_rxq *q, void *context, bool *busy)
+{
+	for (int i = 0; i < 2; i++) {
+		struct hml_rx *head = &q->posted[i];
+
+		for (struct hml_rx *r = head->next; r != head; r = r->next) {
+			if (r->context != context ||
+			    (r->state != HML_RX_POSTED &&
+			     r->state != HML_RX_POSTING))
+				continue;
+			*busy = r->state == HML_RX_POSTING;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * fi_cancel. A recorded receive the provider knows by its record's
+ * context: the application's is mapped to it, senders leave the receive
+ * alone from then on, and the FI_ECANCELED entry reaches the application
+ * with its own context (filter_one). Any other context (a send's, a
+ * receive the shim did not record) is the provider's to find.
+ */
+ssize_t hml_rx_cancel(fid_t fid, void *context)
+{
+	struct fid_ep *ep = container_of(fid, struct fid_ep, fid);
+	struct hml_ep *e = container_of(ep->ops, struct hml_ep, ops.ops);
+	struct hml_rxq *q = rxq_any(e);
+	struct hml_rx *r = NULL;
+	bool busy = false;
+	ssize_t ret;
+
+	if (!q)
+		return e->prov_ops->cancel(fid, context);
+	pthread_mutex_lock(&q->lock);
+	while ((r = app_rx(q, context, &busy)) && busy) {
+		pthread_mutex_unlock(&q->lock);
+		sched_yield();
+		pthread_mutex_lock(&q->lock);
+	}
+	if (!r) {
+		pthread_mutex_unlock(&q->lock);
+		return e->prov_ops->cancel(fid, context);
+	}
+	r->state = HML_RX_APP_CANCELING;
+	pthread_mutex_unlock(&q->lock);
+
+	ret = e->prov_ops->cancel(fid, &r->ctx);
+
+	pthread_mutex_lock(&q->lock);
+	if (r->state == HML_RX_DONE)
+		free(r);
+	else
+		r->state = ret ? HML_RX_POSTED : HML_RX_APP_CANCELED;
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+/* Start recording the receives of an endpoint that is now in an address
+ * vector of this process. Its CQ is watched before the queue is published:
+ * no receive goes to the provider under the shim's context before the
+ * CQ's entries pass the records. */
+void hml_rx_track(struct hml_ep *t)
+{
+	struct hml_ep *o = hml_rx_owner(t);
+	struct hml_rxq *q = rxq_any(t), *n;
+
+	if (q) {
+		watch(q, t);
+		return;
+	}
+	n = rxq_new(o, t);
+	if (!n) {
+		hml_warn("out of memory: messages to endpoint %p from this "
+			 "process pass through", t->ep);
+		return;
+	}
+	watch(n, t);
+	if (__atomic_compare_exchange_n(&o->rxq, &q, n, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		hml_info("endpoint %p is in an address vector of this process: "
+			 "receives posted on it from now on are recorded", t->ep);
+	} else {
+		hml_rxq_free(n);
+		watch(q, t);
+	}
 }
 
 /* t is closing: messages sent to it that wait in its shared receive
@@ -624,6 +719,7 @@ void hml_rx_drop_target(struct hml_ep *t)
 				*p = u->next;
 				u->next = gone;
 				gone = u;
+				q->nunexp--;
 			} else {
 				q->unexp_tail[i] = &u->next;
 				p = &u->next;
@@ -644,6 +740,13 @@ void hml_rxq_free(struct hml_rxq *q)
 
 	if (!q)
 		return;
+	/* Entries the provider wrote before the endpoint closed get their
+	 * application's contexts while the records are there to say. */
+	pthread_mutex_lock(&q->lock);
+	q->closed = true;
+	pthread_mutex_unlock(&q->lock);
+	for (int i = 0; i < q->ncqs; i++)
+		hml_cq_pump(q->cqs[i]);
 	while (q->ncqs)
 		hml_cq_unwatch(q->cqs[0], q);
 	for (int i = 0; i < 2; i++) {
