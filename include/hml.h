@@ -263,6 +263,8 @@ struct hml_ep {
 	uint64_t tx_cq_flags, rx_cq_flags;
 	struct hml_cntr *cntr[HML_CNTR_MAX];
 	struct hml_ep *srx;		/* shared receive context bound */
+	struct hml_ep *sharers;		/* recv.c: SRX: endpoints enabled on it */
+	struct hml_ep *share_next;
 
 	struct hml_rxq *rxq;		/* recv.c: created when tracking starts */
 	bool early_rx;			/* recv.c: receives were posted before
@@ -350,6 +352,7 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 /* msg.c and recv.c (hml_msg.h): messages to endpoints of this process */
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 void hml_rx_track(struct hml_ep *t);
+void hml_rx_share(struct hml_ep *e);
 void hml_rxq_free(struct hml_rxq *q);
 bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e);
 ssize_t hml_rx_cancel(fid_t fid, void *context);

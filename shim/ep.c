@@ -237,6 +237,8 @@ static void control_done(struct hml_ep *e, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		install(e);
+		if (e->srx)
+			hml_rx_share(e);
 		if (e->addressable)
 			refresh_name(e);
 		break;

@@ -19,6 +19,10 @@
 /* Messages staged for an owner whose provider gives no rx_size. */
 #define UNEXP_DEFAULT 1024
 
+/* Guards the lists of endpoints sharing a receive context; taken before
+ * any CQ's or queue's lock. */
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
 	return container_of(ep->msg, struct hml_ep, msg.ops);
@@ -672,43 +676,72 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 	return ret;
 }
 
-/* Start recording the receives of an endpoint that is now in an address
- * vector of this process. Its CQ is watched before the queue is published:
- * no receive goes to the provider under the shim's context before the
- * CQ's entries pass the records. */
+/*
+ * Start recording the receives of an endpoint that is now in an address
+ * vector of this process. The CQs they may complete on are watched before
+ * the queue is published, so that no receive goes to the provider under
+ * the shim's context before those CQs' entries pass the records: for a
+ * shared receive context, the CQs of every endpoint enabled on it, in an
+ * address vector or not.
+ */
 void hml_rx_track(struct hml_ep *t)
 {
 	struct hml_ep *o = hml_rx_owner(t);
-	struct hml_rxq *q = rxq_any(t), *n;
+	struct hml_rxq *q;
 
-	if (q) {
-		watch(q, t);
-		return;
-	}
-	n = rxq_new(o, t);
-	if (!n) {
-		hml_warn("out of memory: messages to endpoint %p from this "
-			 "process pass through", t->ep);
-		return;
-	}
-	watch(n, t);
-	if (__atomic_compare_exchange_n(&o->rxq, &q, n, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	pthread_mutex_lock(&share_lock);
+	q = rxq_any(t);
+	if (!q && (q = rxq_new(o, t))) {
+		for (struct hml_ep *s = o->sharers; s; s = s->share_next)
+			watch(q, s);
+		__atomic_store_n(&o->rxq, q, __ATOMIC_RELEASE);
 		hml_info("endpoint %p is in an address vector of this process: "
 			 "receives posted on it from now on are recorded", t->ep);
-	} else {
-		hml_rxq_free(n);
-		watch(q, t);
 	}
+	if (q)
+		watch(q, t);
+	else
+		hml_warn("out of memory: messages to endpoint %p from this "
+			 "process pass through", t->ep);
+	pthread_mutex_unlock(&share_lock);
 }
 
-/* t is closing: messages sent to it that wait in its shared receive
- * context are lost (fi_endpoint(3)). */
+/* e was enabled with a shared receive context: the context's receives may
+ * complete on e's CQ from now on. */
+void hml_rx_share(struct hml_ep *e)
+{
+	struct hml_ep *srx = e->base->srx;
+	struct hml_rxq *q;
+
+	pthread_mutex_lock(&share_lock);
+	e->share_next = srx->sharers;
+	srx->sharers = e;
+	if ((q = rxq_any(e)))
+		watch(q, e);
+	pthread_mutex_unlock(&share_lock);
+}
+
+static void leave_srx(struct hml_ep *t)
+{
+	struct hml_ep **p;
+
+	pthread_mutex_lock(&share_lock);
+	for (p = &t->base->srx->sharers; *p && *p != t; p = &(*p)->share_next)
+		;
+	if (*p)
+		*p = t->share_next;
+	pthread_mutex_unlock(&share_lock);
+}
+
+/* t is closing: it leaves its shared receive context, and messages sent
+ * to it that wait there are lost (fi_endpoint(3)). */
 void hml_rx_drop_target(struct hml_ep *t)
 {
 	struct hml_rxq *q = t->base->srx ? rxq_any(t) : NULL;
 	struct hml_unexp **p, *u, *gone = NULL;
 
+	if (t->base->srx)
+		leave_srx(t);
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
