@@ -22,9 +22,9 @@
  * Only POSTED receives are taken by senders or by the application's
  * cancel.
  *
- * Lock order: a CQ's pump_lock, then a queue's lock; a CQ's lock (its
- * shim entries) is never taken under a queue's lock. No provider call is
- * made under a queue's lock.
+ * Lock order: recv.c's share_lock, then a CQ's pump_lock, then a queue's
+ * lock; a CQ's lock (its shim entries) is never taken under a queue's
+ * lock. No provider call is made under a queue's lock.
  */
 #ifndef HML_MSG_H
 #define HML_MSG_H
