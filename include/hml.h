@@ -286,6 +286,7 @@ struct hml_ep {
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t inject_size;
+	size_t rx_size;			/* fi_rx_attr size */
 	uint32_t addr_format;
 	bool addressable;		/* reached through address vectors */
 	bool cuda_forbidden;
@@ -296,6 +297,8 @@ struct hml_ep {
 	uint64_t tx_cq_flags, rx_cq_flags;
 	struct hml_cntr *cntr[HML_CNTR_MAX];
 	struct hml_ep *srx;		/* shared receive context bound */
+	struct hml_ep *sharers;		/* recv.c: SRX: endpoints enabled on it */
+	struct hml_ep *share_next;
 
 	struct hml_rxq *rxq;		/* recv.c: created when tracking starts */
 	bool early_rx;			/* recv.c: receives were posted before
@@ -308,8 +311,8 @@ struct hml_ep {
 	char name[64];
 };
 
-void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
-		 const struct fi_info *info);
+struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
+			   const struct fi_info *info);
 
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
@@ -393,8 +396,10 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 /* msg.c and recv.c (hml_msg.h): messages to endpoints of this process */
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 void hml_rx_track(struct hml_ep *t);
+void hml_rx_share(struct hml_ep *e);
 void hml_rxq_free(struct hml_rxq *q);
-bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e);
+bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e);
+ssize_t hml_rx_cancel(fid_t fid, void *context);
 
 /* xfer.c: the buffers of one side of a same-process transfer */
 #define HML_IOV_MAX 64

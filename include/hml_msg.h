@@ -1,5 +1,41 @@
-/* Messages between endpoints of this process: recv.c keeps the receives,
- * msg.c brings the messages to them, cq.c sees their completions. */
+/*
+ * Messages between endpoints of this process: recv.c records the receives,
+ * msg.c brings the messages to them, cq.c sees their completions.
+ *
+ * What identifies a receive: its record. Every receive the shim records is
+ * handed to the provider with the record's own context (hml_rx.ctx, room
+ * for FI_CONTEXT and FI_CONTEXT2), never the application's, so every entry
+ * the provider writes for it names the record exactly, whatever the
+ * application's contexts are (shared, NULL, or a send's too) and whatever
+ * the CQ's format. An entry's context is looked up by address among the
+ * live records of the queues whose receives complete on that CQ; the
+ * application's own contexts are never dereferenced. Each entry is given
+ * back the application's context before any read returns it, and the
+ * application's fi_cancel is mapped to the record's (hml_rx_cancel).
+ *
+ * A directed untagged receive whose source is an endpoint of this process
+ * is never given to the provider: only this process can fill it, and
+ * libfabric 2.x crashes cancelling a directed untagged receive
+ * (util_cancel_src in util_srx.c). The shim keeps it, fills it, and
+ * completes the application's cancel of it. The shim never cancels a
+ * directed untagged receive the provider holds.
+ *
+ * States (enum hml_rx_state), under the queue's lock: POSTING -> POSTED;
+ * POSTED -> CANCELING (a sender takes it back) -> RECLAIMED, or back to
+ * POSTED if the provider refuses or the receive is directed untagged;
+ * POSTED -> APP_CANCELING (the application's fi_cancel is with the
+ * provider) -> APP_CANCELED (its entry goes to the application), or back
+ * to POSTED if the provider refuses; any of them -> DONE when the
+ * provider's entry for it comes while someone else is busy with it, who
+ * then frees it. KEPT receives stay KEPT until a sender or the
+ * application's cancel unlinks them. Only POSTED and KEPT receives are
+ * taken by senders or by the application's cancel; POSTING ones are
+ * waited for.
+ *
+ * Lock order: recv.c's share_lock, then a CQ's pump_lock, then a queue's
+ * lock; a CQ's lock (its shim entries) is never taken under a queue's
+ * lock. No provider call is made under a queue's lock.
+ */
 #ifndef HML_MSG_H
 #define HML_MSG_H
 
@@ -16,15 +52,18 @@ enum hml_rx_state {
 	HML_RX_CANCELING,		/* a sender is taking it back */
 	HML_RX_RECLAIMED,		/* taken back: the sender's now */
 	HML_RX_DONE,			/* completed by the provider */
-	HML_RX_KEPT,			/* never given to it (recv.c) */
+	HML_RX_APP_CANCELING,		/* the application cancels it */
+	HML_RX_APP_CANCELED,		/* its cancel is the application's */
+	HML_RX_KEPT,			/* never given to the provider */
 };
 
-/* A receive the provider holds. */
+/* A recorded receive: the provider holds it, or the shim keeps it. */
 struct hml_rx {
 	struct hml_rx *prev, *next;	/* posting order; NULL when unlinked */
-	struct hml_rx *hnext;		/* by context */
+	struct hml_rx *hnext;		/* by ctx's address */
+	struct fi_context2 ctx;		/* the provider's context for it */
 	struct fid_ep *fid;		/* the endpoint or SRX it was posted on */
-	void *context;			/* NULL: fi_cancel cannot name it */
+	void *context;			/* the application's */
 	uint64_t flags;
 	fi_addr_t src;			/* for FI_DIRECTED_RECV */
 	uint64_t tag, ignore;
@@ -70,9 +109,11 @@ struct hml_rxq {
 					 * not be watched: messages to it
 					 * pass through */
 	struct hml_rx posted[2];	/* list heads, by HML_(UN)TAGGED */
-	struct hml_rx **by_ctx;
+	struct hml_rx **by_ctx;		/* live records, by &ctx */
 	struct hml_unexp *unexp[2];	/* messages waiting, oldest first */
 	struct hml_unexp **unexp_tail[2];
+	size_t nunexp, max_unexp;	/* at most the owner's rx_size */
+	bool closed;			/* its endpoint is closed */
 	struct hml_rx *orphans;		/* taken back, sender gone */
 	struct hml_cq *cqs[HML_CQ_RXQS];/* where its completions appear */
 	int ncqs;
@@ -89,12 +130,12 @@ void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r);
 bool hml_rx_multi_left(const struct hml_rx *r);
 struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 			       const struct hml_msgin *in, int *err);
-void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged);
+bool hml_rx_room(const struct hml_rxq *q);
+bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged);
 void hml_rx_unstage(struct hml_unexp *u);
 void hml_rx_orphans(struct hml_cq *cq);
 void hml_rx_drop_target(struct hml_ep *t);
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
-ssize_t hml_rx_cancel(struct hml_ep *e, void *context);
 
 bool hml_cq_watch(struct hml_cq *cq, struct hml_rxq *q);
 void hml_cq_unwatch(struct hml_cq *cq, struct hml_rxq *q);

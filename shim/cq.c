@@ -4,7 +4,9 @@
  * than the provider's own. A CQ where receives of tracked endpoints
  * complete (recv.c) is read through the shim: each provider entry passes
  * the receive records first, so that a receive's completion retires its
- * record and the cancels the shim asked for never reach the application.
+ * record and gets the application's context back (the provider knows the
+ * receive by the record's), and the cancels the shim asked for never reach
+ * the application.
  *
  * Providers call their own CQ's ops through the fid (util's read calls
  * fi_cq_readfrom, its sread fi_cq_readfrom too), so those calls land in
@@ -258,7 +260,8 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
  * that did not pass the receive records yet, and they pass here.
  */
 /* Entries the provider's sread returned directly: the records see them,
- * swallowed ones are squeezed out. */
+ * give them the application's contexts, and swallowed ones are squeezed
+ * out. */
 static ssize_t refilter(struct hml_cq *c, void *buf, ssize_t n, fi_addr_t *src)
 {
 	ssize_t kept = 0;
@@ -270,6 +273,8 @@ static ssize_t refilter(struct hml_cq *c, void *buf, ssize_t n, fi_addr_t *src)
 		to_cqe(c, entry, src ? src[i] : FI_ADDR_NOTAVAIL, &e);
 		if (!hml_rx_filter(c, &e))
 			continue;
+		/* The application's context: every format starts with it. */
+		((struct fi_cq_entry *) entry)->op_context = e.op_context;
 		memmove((char *) buf + kept * c->entry_size, entry,
 			c->entry_size);
 		if (src)

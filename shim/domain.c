@@ -94,11 +94,13 @@ static int hml_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 		       struct fid_ep **srx, void *context)
 {
 	struct hml_domain *d = domain_of(domain);
+	struct hml_ep *e;
 	int ret;
 
 	ret = HML_FORWARD(d->prov->srx_ctx(domain, attr, srx, context));
-	if (!ret && !(attr && (attr->op_flags & FI_PEER)))
-		hml_ep_wrap(d, *srx, NULL);
+	if (!ret && !(attr && (attr->op_flags & FI_PEER)) &&
+	    (e = hml_ep_wrap(d, *srx, NULL)) && attr)
+		e->rx_size = attr->size;
 	return ret;
 }
 

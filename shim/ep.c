@@ -107,15 +107,6 @@ static int hml_ep_setopt(fid_t fid, int level, int name, const void *val,
 	return ret;
 }
 
-/* A receive the shim kept (recv.c) is the shim's to cancel. */
-static ssize_t hml_cancel(fid_t fid, void *context)
-{
-	struct hml_ep *e = ep_of_ops(fid);
-	ssize_t ret = hml_rx_cancel(e, context);
-
-	return ret != HML_PASS ? ret : e->prov_ops->cancel(fid, context);
-}
-
 static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		      struct fid_ep **tx, void *context)
 {
@@ -147,8 +138,10 @@ static int hml_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 	r = wrap(s->domain, *rx, NULL, s, NULL);
 	if (!r)
 		return 0;
-	if (attr)
+	if (attr) {
 		r->rx_op_flags = attr->op_flags;
+		r->rx_size = attr->size;
+	}
 	if (index >= 0 && index < s->rx_ctx_cnt) {
 		r->index = index;
 		s->rx_ctx[index] = r;
@@ -185,10 +178,10 @@ static void install(struct hml_ep *e)
 	struct fid_ep *ep = e->ep;
 
 	if (hml_table_take(&ep->ops, &e->ops, e->prov_ops)) {
-		hml_table_set(&e->ops.ops, cancel, hml_cancel);
 		hml_table_set(&e->ops.ops, setopt, hml_ep_setopt);
 		hml_table_set(&e->ops.ops, tx_ctx, hml_tx_ctx);
 		hml_table_set(&e->ops.ops, rx_ctx, hml_rx_ctx);
+		hml_table_set(&e->ops.ops, cancel, hml_rx_cancel);
 		ep->ops = &e->ops.ops;
 	}
 	if (hml_table_take(&ep->cm, &e->cm, e->prov_cm)) {
@@ -244,6 +237,8 @@ static void control_done(struct hml_ep *e, int command, void *arg)
 	switch (command) {
 	case FI_ENABLE:
 		install(e);
+		if (e->srx)
+			hml_rx_share(e);
 		if (e->addressable)
 			refresh_name(e);
 		break;
@@ -296,8 +291,10 @@ static void set_info(struct hml_ep *e, const struct fi_info *info)
 		e->tx_op_flags = info->tx_attr->op_flags;
 		e->inject_size = info->tx_attr->inject_size;
 	}
-	if (info->rx_attr)
+	if (info->rx_attr) {
 		e->rx_op_flags = info->rx_attr->op_flags;
+		e->rx_size = info->rx_attr->size;
+	}
 	/* Only connectionless endpoints are reached through an address
 	 * vector; a connected endpoint's name is not unique to it. */
 	e->addressable = info->ep_attr &&
@@ -334,6 +331,7 @@ static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
 		e->tx_op_flags = base->tx_op_flags;
 		e->rx_op_flags = base->rx_op_flags;
 		e->inject_size = base->inject_size;
+		e->rx_size = base->rx_size;
 	} else if (sep) {
 		e->caps = sep->caps;
 		e->tx_op_flags = sep->tx_op_flags;
@@ -349,8 +347,8 @@ static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
 	return e;
 }
 
-void hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
-		 const struct fi_info *info)
+struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
+			   const struct fi_info *info)
 {
-	wrap(d, ep, NULL, NULL, info);
+	return wrap(d, ep, NULL, NULL, info);
 }

@@ -132,7 +132,7 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
 		return state == HML_RX_DONE ? LOST : UNSAFE;
 	}
 	/* The provider's own: the application's fi_cancel is wrapped. */
-	ret = q->owner->prov_ops->cancel(&r->fid->fid, r->context);
+	ret = q->owner->prov_ops->cancel(&r->fid->fid, &r->ctx);
 
 	if (ret) {
 		pthread_mutex_lock(&q->lock);
@@ -323,8 +323,12 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			return src.device ? bounce(e, m, flags, tagged, inject,
 						   &src) : HML_PASS;
 		}
+		if (!r && (u ? !hml_rx_hold(q, u, tagged) : !hml_rx_room(q))) {
+			pthread_mutex_unlock(&q->lock);
+			ret = -FI_EAGAIN;
+			goto pushed_back;
+		}
 		if (!r && u) {
-			hml_rx_hold(q, u, tagged);
 			pthread_mutex_unlock(&q->lock);
 			u = NULL;
 			break;
@@ -333,6 +337,8 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			/* Staged outside the lock; then looked at again. */
 			pthread_mutex_unlock(&q->lock);
 			u = hml_rx_stage(t, &src, &in, &err);
+			if (err == -FI_EAGAIN)
+				return err;
 			continue;
 		}
 		if (r->state == HML_RX_KEPT) {
@@ -346,15 +352,6 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		    !rx_device(t, r)) {
 			pthread_mutex_unlock(&q->lock);
 			return HML_PASS;
-		}
-		if (!r->context) {
-			pthread_mutex_unlock(&q->lock);
-			hml_warn_once("a receive posted without a context cannot "
-				      "be taken back (fi_cancel needs one): a "
-				      "same-process send of device memory to it "
-				      "completes with FI_EOPNOTSUPP");
-			err = -FI_EOPNOTSUPP;
-			goto done;
 		}
 		busy = r->in_use;
 		if (!busy)
@@ -391,8 +388,10 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			if (!u)
 				return HML_PASS;
 			pthread_mutex_lock(&q->lock);
-			hml_rx_hold(q, u, tagged);
+			ret = hml_rx_hold(q, u, tagged) ? 0 : -FI_EAGAIN;
 			pthread_mutex_unlock(&q->lock);
+			if (ret)
+				goto pushed_back;
 			u = NULL;
 			goto done;
 		}
@@ -404,6 +403,13 @@ done:
 	c.len = err ? 0 : src.len;
 	hml_complete_tx(e, &c, flags, inject, HML_CNTR_SEND);
 	return 0;
+
+pushed_back:
+	/* As many wait as the receiver may hold: the sender tries again,
+	 * as with a provider out of room. */
+	if (u)
+		hml_rx_unstage(u);
+	return ret;
 }
 
 /* Each call: resolve the destination (a few loads for another process),

@@ -3,13 +3,14 @@
  * application posted, and the provider holds those. So once an endpoint is
  * in an address vector of this process, the shim records every receive
  * posted on it (or on its shared receive context), in posting order, until
- * its completion is read. A message from this process takes the first
- * matching receive back from the provider with fi_cancel (msg.c), or waits
- * here, staged, until a matching one is posted. A directed untagged receive
- * for an endpoint of this process is never given to the provider: only
- * this process can fill it, and libfabric 2.x crashes cancelling one
- * (util_cancel_src in util_srx.c).
+ * its completion is read; the provider holds each under the record's own
+ * context (hml_msg.h says why). A message from this process takes the
+ * first matching receive back from the provider with fi_cancel (msg.c), or
+ * waits here, staged, until a matching one is posted. A directed untagged
+ * receive for an endpoint of this process is kept here, never given to
+ * the provider.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,12 @@
 #include "hml_msg.h"
 
 #define BUCKETS 1024
-#define NOT_RECV (FI_SEND | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | \
-		  FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* Messages staged for an owner whose provider gives no rx_size. */
+#define UNEXP_DEFAULT 1024
+
+/* Guards the lists of endpoints sharing a receive context; taken before
+ * any CQ's or queue's lock. */
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -52,7 +57,18 @@ struct hml_rxq *hml_rxq_of(struct hml_ep *e)
 
 static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
 {
-	return &q->by_ctx[((uintptr_t) ctx >> 4) % BUCKETS];
+	return &q->by_ctx[((uintptr_t) ctx >> 6) % BUCKETS];
+}
+
+/* The live record a provider's context names, if it names one: compared
+ * by address only, so an application's context is never read. */
+static struct hml_rx *rx_named(struct hml_rxq *q, const void *ctx)
+{
+	struct hml_rx *r;
+
+	for (r = *bucket(q, ctx); r && &r->ctx != ctx; r = r->hnext)
+		;
+	return r;
 }
 
 static void link_rx(struct hml_rxq *q, struct hml_rx *r)
@@ -63,8 +79,8 @@ static void link_rx(struct hml_rxq *q, struct hml_rx *r)
 	r->prev = head->prev;
 	head->prev->next = r;
 	head->prev = r;
-	r->hnext = *bucket(q, r->context);
-	*bucket(q, r->context) = r;
+	r->hnext = *bucket(q, &r->ctx);
+	*bucket(q, &r->ctx) = r;
 }
 
 void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
@@ -76,7 +92,7 @@ void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
 	r->prev->next = r->next;
 	r->next->prev = r->prev;
 	r->next = r->prev = NULL;
-	for (p = bucket(q, r->context); *p != r; p = &(*p)->hnext)
+	for (p = bucket(q, &r->ctx); *p != r; p = &(*p)->hnext)
 		;
 	*p = r->hnext;
 }
@@ -192,16 +208,26 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 	return err;
 }
 
+static ssize_t prov_recvmsg(struct hml_ep *o, struct fid_ep *fid,
+			    const struct fi_msg_tagged *m, uint64_t flags,
+			    int tagged)
+{
+	if (tagged)
+		return o->prov_tagged->recvmsg(fid, m, flags);
+	return o->prov_msg->recvmsg(fid, &(struct fi_msg) {
+		m->msg_iov, m->desc, m->iov_count, m->addr, m->context, 0 },
+		flags);
+}
+
 /* Hand a receive to the provider, as the application asked for it (what
- * is left of it, for a multi-receive buffer). */
+ * is left of it, for a multi-receive buffer), under the record's context. */
 static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
 {
-	struct hml_ep *o = q->owner;
 	struct iovec left;
 	struct fi_msg_tagged m = {
 		.msg_iov = r->iov, .desc = r->desc, .iov_count = r->count,
 		.addr = r->src, .tag = r->tag, .ignore = r->ignore,
-		.context = r->context,
+		.context = &r->ctx,
 	};
 
 	if (r->used) {
@@ -209,11 +235,7 @@ static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
 		left.iov_len = r->iov[0].iov_len - r->used;
 		m.msg_iov = &left;
 	}
-	if (r->tagged)
-		return o->prov_tagged->recvmsg(r->fid, &m, r->flags);
-	return o->prov_msg->recvmsg(r->fid, &(struct fi_msg) {
-		m.msg_iov, m.desc, m.iov_count, m.addr, m.context, 0 },
-		r->flags);
+	return prov_recvmsg(q->owner, r->fid, &m, r->flags, r->tagged);
 }
 
 static struct hml_unexp *take_unexp(struct hml_rxq *q, struct hml_rx *r)
@@ -225,6 +247,7 @@ static struct hml_unexp *take_unexp(struct hml_rxq *q, struct hml_rx *r)
 			*p = u->next;
 			if (q->unexp_tail[r->tagged] == &u->next)
 				q->unexp_tail[r->tagged] = p;
+			q->nunexp--;
 			return u;
 		}
 	}
@@ -276,6 +299,16 @@ static ssize_t post_locked(struct hml_rxq *q, struct hml_rx *r)
 	return ret;
 }
 
+/* A receive the shim does not record: should the endpoint be tracked
+ * later, messages from this process must not wait for a recorded receive
+ * while the provider may hold a matching one (msg.c). A store once. */
+static struct hml_ep *untracked(struct hml_ep *o)
+{
+	if (!__atomic_load_n(&o->early_rx, __ATOMIC_RELAXED))
+		__atomic_store_n(&o->early_rx, true, __ATOMIC_RELAXED);
+	return o;
+}
+
 /* A directed untagged receive for an endpoint of this process whose sends
  * all come through the shim (msg.c passes none to the provider). */
 static bool keep(struct hml_rxq *q, const struct hml_rx *r)
@@ -298,12 +331,9 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		hml_warn("out of memory: a receive (context %p) is not "
 			 "recorded; a same-process message cannot take it",
 			 m->context);
-		r = &(struct hml_rx) { .fid = fid, .context = m->context,
-			.flags = flags, .src = m->addr, .tag = m->tag,
-			.ignore = m->ignore, .tagged = tagged,
-			.count = m->iov_count, .iov = (struct iovec *) m->msg_iov,
-			.desc = m->desc };
-		return post_prov(q, r);
+		/* Unrecorded, so under the application's own context. */
+		return prov_recvmsg(untracked(q->owner), fid, m, flags,
+				    tagged);
 	}
 	pthread_mutex_lock(&q->lock);
 	if (!take_waiting(q, r)) {
@@ -354,7 +384,7 @@ void hml_rx_orphans(struct hml_cq *cq)
 		struct hml_rx *r;
 
 		pthread_mutex_lock(&q->lock);
-		while ((r = q->orphans)) {
+		while (!q->closed && (r = q->orphans)) {
 			q->orphans = r->next;
 			r->next = NULL;
 			pthread_mutex_unlock(&q->lock);
@@ -374,7 +404,9 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	size_t size = src->len ? src->len : 1;
 	void *buf = NULL;
 
-	*err = -FI_ENOMEM;
+	/* Out of memory to stage it: the sender is pushed back, as a
+	 * provider out of buffers does. */
+	*err = -FI_EAGAIN;
 	if (!u)
 		return NULL;
 	u->target = t;
@@ -385,7 +417,8 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	if (src->device) {
 		u->side.mem[0] = *hml_side_device(src);
 		u->side.device = true;
-		*err = hml_cuda_alloc(&u->side.mem[0], size, &buf);
+		if (!hml_cuda_alloc(&u->side.mem[0], size, &buf))
+			*err = 0;
 	} else if ((buf = malloc(size))) {
 		*err = 0;
 	}
@@ -410,22 +443,24 @@ void hml_rx_unstage(struct hml_unexp *u)
 	free(u);
 }
 
-/* Queue a staged message: the queue is locked, and has no posted receive
- * that matches it. */
-void hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
+/* May one more message wait? The queue is locked. As many as the owner
+ * could take receives for: a provider's unexpected messages are bounded
+ * too, and it pushes senders back with -FI_EAGAIN beyond. */
+bool hml_rx_room(const struct hml_rxq *q)
 {
-	*q->unexp_tail[tagged] = u;
-	q->unexp_tail[tagged] = &u->next;
+	return q->nunexp < q->max_unexp;
 }
 
-/* A receive the shim does not record: should the endpoint be tracked
- * later, messages from this process must not wait for a recorded receive
- * while the provider may hold a matching one (msg.c). A store once. */
-static struct hml_ep *untracked(struct hml_ep *o)
+/* Queue a staged message: the queue is locked, and has no posted receive
+ * that matches it. False, and nothing queued, when it is full. */
+bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 {
-	if (!__atomic_load_n(&o->early_rx, __ATOMIC_RELAXED))
-		__atomic_store_n(&o->early_rx, true, __ATOMIC_RELAXED);
-	return o;
+	if (!hml_rx_room(q))
+		return false;
+	*q->unexp_tail[tagged] = u;
+	q->unexp_tail[tagged] = &u->next;
+	q->nunexp++;
+	return true;
 }
 
 /* The receive wrappers: for an endpoint that is in no address vector of
@@ -518,26 +553,20 @@ void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)
 }
 
 /*
- * An entry the provider wrote for one of the queue's receives: the receive
- * is done, unless it is a multi-receive buffer not yet released, or this is
- * the cancel a sender asked for, which the application never sees. False
- * when the entry is swallowed.
+ * An entry the provider wrote for one of the queue's receives, if its
+ * context names one: it gets the application's context back, and the
+ * receive is done, unless it is a multi-receive buffer not yet released,
+ * or this is the cancel a sender asked for, which the application never
+ * sees. False when the entry is swallowed.
  */
-static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
+static bool filter_one(struct hml_rxq *q, struct hml_cqe *e)
 {
-	struct hml_rx *r;
+	struct hml_rx *r = rx_named(q, e->op_context);
 	bool keep;
 
-	for (r = *bucket(q, e->op_context); r; r = r->hnext)
-		if (r->context == e->op_context && r->state != HML_RX_KEPT)
-			break;
-	/* Contexts need not be unique: an entry whose flags say it is a
-	 * send's or an RMA's is not the receive's. Without a context only a
-	 * receive's own flags will do (a CQ of format CONTEXT has none:
-	 * such a receive stays recorded). */
-	if (!r || (e->flags & NOT_RECV) ||
-	    (!r->context && !(e->flags & FI_RECV)))
+	if (!r)
 		return true;
+	e->op_context = r->context;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
 		hml_rx_unlink(q, r);
 		r->state = HML_RX_RECLAIMED;
@@ -557,7 +586,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	hml_rx_unlink(q, r);
 	keep = e->err || !r->silent;
 	/* Whoever is busy with it frees it. */
-	if (r->state == HML_RX_POSTED ||
+	if (r->state == HML_RX_POSTED || r->state == HML_RX_APP_CANCELED ||
 	    (r->state == HML_RX_CANCELING && r->abandoned))
 		free(r);
 	else
@@ -565,7 +594,7 @@ static bool filter_one(struct hml_rxq *q, const struct hml_cqe *e)
 	return keep;
 }
 
-bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
+bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e)
 {
 	int n = __atomic_load_n(&cq->nrxqs, __ATOMIC_ACQUIRE);
 	bool keep = true;
@@ -578,42 +607,6 @@ bool hml_rx_filter(struct hml_cq *cq, const struct hml_cqe *e)
 		pthread_mutex_unlock(&q->lock);
 	}
 	return keep;
-}
-
-/* The application's fi_cancel of a receive the shim kept: completed with
- * FI_ECANCELED, as the provider completes one it holds. HML_PASS for any
- * other operation. */
-ssize_t hml_rx_cancel(struct hml_ep *e, void *context)
-{
-	struct hml_rxq *q = hml_rxq_of(e);
-	struct hml_cq *cq = NULL;
-	struct hml_rx *r = NULL;
-	struct hml_cqe c;
-
-	if (!q)
-		return HML_PASS;
-	pthread_mutex_lock(&q->lock);
-	for (r = *bucket(q, context); r; r = r->hnext)
-		if (r->context == context && r->state == HML_RX_KEPT)
-			break;
-	if (r) {
-		hml_rx_unlink(q, r);
-		cq = q->ncqs ? q->cqs[0] : NULL;
-	}
-	pthread_mutex_unlock(&q->lock);
-	if (!r)
-		return HML_PASS;
-	c = (struct hml_cqe) {
-		.op_context = context,
-		.flags = FI_MSG | FI_RECV | (r->flags & FI_MULTI_RECV),
-		.src_addr = FI_ADDR_NOTAVAIL,
-		.err = FI_ECANCELED,
-		.prov_errno = -FI_ECANCELED,
-	};
-	if (cq)
-		hml_cq_push(cq, &c);
-	free(r);
-	return 0;
 }
 
 static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
@@ -634,6 +627,8 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 		q->posted[i].next = q->posted[i].prev = &q->posted[i];
 		q->unexp_tail[i] = &q->unexp[i];
 	}
+	q->max_unexp = o->rx_size ? o->rx_size :
+		       t->base->rx_size ? t->base->rx_size : UNEXP_DEFAULT;
 	/* Taking a multi-receive buffer, the shim releases it as the
 	 * provider would: when less than this is left. */
 	if (!fi_getopt(&o->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
@@ -642,33 +637,10 @@ static struct hml_rxq *rxq_new(struct hml_ep *o, struct hml_ep *t)
 	return q;
 }
 
-/* Start recording the receives of an endpoint that is now in an address
- * vector of this process, and watch the CQ they complete on. */
-void hml_rx_track(struct hml_ep *t)
+/* A CQ t's receives complete on is read through q's records, or, where
+ * it cannot be, messages to q pass through. */
+static void watch(struct hml_rxq *q, struct hml_ep *t)
 {
-	struct hml_ep *o = hml_rx_owner(t);
-	struct hml_rxq *q = rxq_any(t), *n;
-
-	if (!q) {
-		n = rxq_new(o, t);
-		if (!n) {
-			hml_warn("out of memory: messages to endpoint %p from "
-				 "this process pass through", t->ep);
-			return;
-		}
-		if (__atomic_compare_exchange_n(&o->rxq, &q, n, false,
-						__ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			q = n;
-			hml_info("endpoint %p is in an address vector of this "
-				 "process: receives posted on it from now on "
-				 "are recorded", t->ep);
-		} else {
-			hml_rxq_free(n);
-		}
-	}
-	/* A completion the shim does not see would leave a receive it
-	 * could take back after the provider filled it. */
 	if (t->base->rx_cq && !hml_cq_watch(t->base->rx_cq, q) &&
 	    !__atomic_exchange_n(&q->pass, true, __ATOMIC_RELAXED))
 		hml_warn("endpoint %p: its CQ serves %d tracked endpoints, or "
@@ -677,13 +649,161 @@ void hml_rx_track(struct hml_ep *t)
 			 HML_CQ_RXQS);
 }
 
-/* t is closing: messages sent to it that wait in its shared receive
- * context are lost (fi_endpoint(3)). */
+/* The first receive posted with the application's context that no sender
+ * is taking; *busy if it is still being handed to the provider. Rare:
+ * a walk. */
+static struct hml_rx *app_rx(struct hml_rxq *q, void *context, bool *busy)
+{
+	for (int i = 0; i < 2; i++) {
+		struct hml_rx *head = &q->posted[i];
+
+		for (struct hml_rx *r = head->next; r != head; r = r->next) {
+			if (r->context != context ||
+			    (r->state != HML_RX_POSTED &&
+			     r->state != HML_RX_POSTING &&
+			     r->state != HML_RX_KEPT))
+				continue;
+			*busy = r->state == HML_RX_POSTING;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+/* A kept receive the application cancels, unlinked: completed with
+ * FI_ECANCELED as util providers complete one they hold. */
+static void cancel_kept(struct hml_rx *r, struct hml_cq *cq)
+{
+	struct hml_cqe c = {
+		.op_context = r->context,
+		.flags = FI_MSG | FI_RECV | (r->flags & FI_MULTI_RECV),
+		.src_addr = FI_ADDR_NOTAVAIL,
+		.err = FI_ECANCELED,
+		.prov_errno = -FI_ECANCELED,
+	};
+
+	if (cq)
+		hml_cq_push(cq, &c);
+	free(r);
+}
+
+/*
+ * fi_cancel. A recorded receive the provider knows by its record's
+ * context: the application's is mapped to it, senders leave the receive
+ * alone from then on, and the FI_ECANCELED entry reaches the application
+ * with its own context (filter_one). A kept receive the provider never
+ * saw is cancelled here. Any other context (a send's, a receive the shim
+ * did not record) is the provider's to find.
+ */
+ssize_t hml_rx_cancel(fid_t fid, void *context)
+{
+	struct fid_ep *ep = hml_container_of(fid, struct fid_ep, fid);
+	struct hml_ep *e = hml_container_of(ep->ops, struct hml_ep, ops.ops);
+	struct hml_rxq *q = rxq_any(e);
+	struct hml_cq *cq;
+	struct hml_rx *r;
+	bool busy = false;
+	ssize_t ret;
+
+	if (!q)
+		return e->prov_ops->cancel(fid, context);
+	pthread_mutex_lock(&q->lock);
+	while ((r = app_rx(q, context, &busy)) && busy) {
+		pthread_mutex_unlock(&q->lock);
+		sched_yield();
+		pthread_mutex_lock(&q->lock);
+	}
+	if (!r) {
+		pthread_mutex_unlock(&q->lock);
+		return e->prov_ops->cancel(fid, context);
+	}
+	if (r->state == HML_RX_KEPT) {
+		hml_rx_unlink(q, r);
+		cq = q->ncqs ? q->cqs[0] : NULL;
+		pthread_mutex_unlock(&q->lock);
+		cancel_kept(r, cq);
+		return 0;
+	}
+	r->state = HML_RX_APP_CANCELING;
+	pthread_mutex_unlock(&q->lock);
+
+	ret = e->prov_ops->cancel(fid, &r->ctx);
+
+	pthread_mutex_lock(&q->lock);
+	if (r->state == HML_RX_DONE)
+		free(r);
+	else
+		r->state = ret ? HML_RX_POSTED : HML_RX_APP_CANCELED;
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+/*
+ * Start recording the receives of an endpoint that is now in an address
+ * vector of this process. The CQs they may complete on are watched before
+ * the queue is published, so that no receive goes to the provider under
+ * the shim's context before those CQs' entries pass the records: for a
+ * shared receive context, the CQs of every endpoint enabled on it, in an
+ * address vector or not.
+ */
+void hml_rx_track(struct hml_ep *t)
+{
+	struct hml_ep *o = hml_rx_owner(t);
+	struct hml_rxq *q;
+
+	pthread_mutex_lock(&share_lock);
+	q = rxq_any(t);
+	if (!q && (q = rxq_new(o, t))) {
+		for (struct hml_ep *s = o->sharers; s; s = s->share_next)
+			watch(q, s);
+		__atomic_store_n(&o->rxq, q, __ATOMIC_RELEASE);
+		hml_info("endpoint %p is in an address vector of this process: "
+			 "receives posted on it from now on are recorded", t->ep);
+	}
+	if (q)
+		watch(q, t);
+	else
+		hml_warn("out of memory: messages to endpoint %p from this "
+			 "process pass through", t->ep);
+	pthread_mutex_unlock(&share_lock);
+}
+
+/* e was enabled with a shared receive context: the context's receives may
+ * complete on e's CQ from now on. */
+void hml_rx_share(struct hml_ep *e)
+{
+	struct hml_ep *srx = e->base->srx;
+	struct hml_rxq *q;
+
+	pthread_mutex_lock(&share_lock);
+	e->share_next = srx->sharers;
+	srx->sharers = e;
+	if ((q = rxq_any(e)))
+		watch(q, e);
+	pthread_mutex_unlock(&share_lock);
+}
+
+static void leave_srx(struct hml_ep *t)
+{
+	struct hml_ep **p;
+
+	pthread_mutex_lock(&share_lock);
+	for (p = &t->base->srx->sharers; *p && *p != t; p = &(*p)->share_next)
+		;
+	if (*p)
+		*p = t->share_next;
+	pthread_mutex_unlock(&share_lock);
+}
+
+/* t is closing: it leaves its shared receive context, and messages sent
+ * to it that wait there are lost (fi_endpoint(3)). */
 void hml_rx_drop_target(struct hml_ep *t)
 {
 	struct hml_rxq *q = t->base->srx ? rxq_any(t) : NULL;
 	struct hml_unexp **p, *u, *gone = NULL;
 
+	if (t->base->srx)
+		leave_srx(t);
 	if (!q)
 		return;
 	pthread_mutex_lock(&q->lock);
@@ -694,6 +814,7 @@ void hml_rx_drop_target(struct hml_ep *t)
 				*p = u->next;
 				u->next = gone;
 				gone = u;
+				q->nunexp--;
 			} else {
 				q->unexp_tail[i] = &u->next;
 				p = &u->next;
@@ -714,6 +835,13 @@ void hml_rxq_free(struct hml_rxq *q)
 
 	if (!q)
 		return;
+	/* Entries the provider wrote before the endpoint closed get their
+	 * application's contexts while the records are there to say. */
+	pthread_mutex_lock(&q->lock);
+	q->closed = true;
+	pthread_mutex_unlock(&q->lock);
+	for (int i = 0; i < q->ncqs; i++)
+		hml_cq_pump(q->cqs[i]);
 	while (q->ncqs)
 		hml_cq_unwatch(q->cqs[0], q);
 	for (int i = 0; i < 2; i++) {

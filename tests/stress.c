@@ -3,7 +3,10 @@
  * with its own CQ and an AV holding them all, and NTHREADS threads that
  * together run HMEMLOOP_STRESS_OPS (default 100 000) mixed operations
  * between those endpoints: RMA writes and reads and tagged messages, on
- * device and host memory, of random sizes up to 64 KiB. Half the threads
+ * device and host memory, of random sizes up to 64 KiB. Some receives
+ * share one context per thread (their entries are told apart by tag), and
+ * some are cancelled by the application at once: their FI_ECANCELED must
+ * come, their buffer untouched. Half the threads
  * reap with fi_cq_read over every CQ, the other half block in
  * fi_cq_sread on their endpoint's CQ.
  *
@@ -38,6 +41,7 @@
 #define GUARD_BYTE	0xee
 #define STALL_S		20
 #define DEFAULT_OPS	100000
+#define CANCEL_TAG	(1ULL << 62)	/* no message has it */
 
 /*
  * ThreadSanitizer (make check-tsan) cannot see how libfabric, which is not
@@ -55,11 +59,12 @@ void __tsan_release(void *addr);
 #define REAPED(op)	((void) (op))
 #endif
 
-enum kind { WRITE, READ, TAGGED, NKINDS };
-enum role { TX, RX };
+enum kind { WRITE, READ, TAGGED, CANCEL, NKINDS };
+enum role { TX, RX, SHARED };
 
 static const char *const kind_names[NKINDS] = { "fi_write", "fi_read",
-						"fi_tsend/fi_trecv" };
+						"fi_tsend/fi_trecv",
+						"fi_trecv/fi_cancel" };
 
 struct ctx {
 	atomic_int done;		/* completions seen: must end at 1 */
@@ -72,6 +77,7 @@ struct op {
 	uint32_t id;
 	uint8_t kind, from, to, thread, slot;
 	bool ldev, rdev, send_first;
+	bool shared;			/* received with its thread's context */
 	size_t len;
 	char *local, *remote;		/* the slot's buffers it uses */
 };
@@ -91,6 +97,7 @@ struct worker {
 	bool sleeper;			/* reaps with fi_cq_sread */
 	atomic_int asleep;
 	struct op *slot[WINDOW];
+	struct ctx shared;		/* of its shared-context receives */
 	uint8_t *scratch;		/* MAXLEN + GUARD */
 	unsigned long reaped, sreads, woken;
 };
@@ -129,8 +136,10 @@ static void plan(struct op *op, uint32_t id)
 	op->id = id;
 	op->tx.role = TX;
 	op->rx.role = RX;
-	op->kind = r >> 8 & 7;
-	op->kind = op->kind < 3 ? WRITE : op->kind < 5 ? READ : TAGGED;
+	op->kind = r >> 8 & 15;
+	op->kind = op->kind < 5 ? WRITE : op->kind < 9 ? READ :
+		   op->kind < 15 ? TAGGED : CANCEL;
+	op->shared = op->kind == TAGGED && (r >> 15 & 1);
 	op->ldev = r >> 12 & 1;
 	op->rdev = r >> 13 & 1;
 	op->send_first = (r >> 14 & 3) == 0;
@@ -233,6 +242,35 @@ static void retire(struct op *op)
 	}
 }
 
+/* One of op's completions, c's, seen. */
+static void seen(struct worker *w, struct op *op, struct ctx *c)
+{
+	t_assert(atomic_fetch_add(&c->done, 1) == 0, "op %u (%s): its %s "
+		 "completion came twice", op->id, kind_names[op->kind],
+		 c->role == TX ? "initiator" : "receive");
+	w->reaped++;
+	if (atomic_fetch_sub(&op->left, 1) == 1)
+		retire(op);
+}
+
+/* The operation a context names; a shared one, through the tag. */
+static struct op *op_of(struct ctx *c, uint64_t tag)
+{
+	struct op *op = NULL;
+
+	if (c->role == SHARED) {
+		t_assert(tag && tag <= s.nops, "a shared-context completion "
+			 "with tag %#llx", (unsigned long long) tag);
+		op = &s.ops[tag - 1];
+		t_assert(op->shared && c == &s.w[op->thread].shared, "op %u: "
+			 "a completion for another thread's shared context",
+			 op->id);
+		return op;
+	}
+	return c->role == TX ? t_container_of(c, struct op, tx) :
+			       t_container_of(c, struct op, rx);
+}
+
 static void reap_one(struct worker *w, const struct fi_cq_tagged_entry *e)
 {
 	struct ctx *c = e->op_context;
@@ -241,17 +279,16 @@ static void reap_one(struct worker *w, const struct fi_cq_tagged_entry *e)
 
 	t_assert(c, "a completion without a context (flags %#llx)",
 		 (unsigned long long) e->flags);
-	op = c->role == TX ? t_container_of(c, struct op, tx) :
-			     t_container_of(c, struct op, rx);
+	op = op_of(c, e->tag);
+	if (c->role == SHARED)
+		c = &op->rx;
 	t_assert(op >= s.ops && op < s.ops + s.nops &&
 		 c == (c->role == TX ? &op->tx : &op->rx),
 		 "a completion for a context no operation has: %p", (void *) c);
 	REAPED(op);
-	t_assert(atomic_fetch_add(&c->done, 1) == 0, "op %u (%s): its %s "
-		 "completion came twice", op->id, kind_names[op->kind],
-		 c->role == TX ? "initiator" : "receive");
 	t_assert(op->kind == TAGGED || c->role == TX, "op %u: a receive "
-		 "completion for an RMA operation", op->id);
+		 "completion for an RMA operation or a cancelled receive",
+		 op->id);
 	flags = op->kind == WRITE ? FI_RMA | FI_WRITE :
 		op->kind == READ ? FI_RMA | FI_READ :
 		c->role == TX ? FI_TAGGED | FI_SEND : FI_TAGGED | FI_RECV;
@@ -270,12 +307,24 @@ static void reap_one(struct worker *w, const struct fi_cq_tagged_entry *e)
 			 (unsigned long long) op->id + 1);
 		verify(w, op, op->rdev, op->remote);
 	}
-	w->reaped++;
-	if (atomic_fetch_sub(&op->left, 1) == 1)
-		retire(op);
+	seen(w, op, c);
 }
 
-static void reap_err(struct fid_cq *cq)
+/* A cancelled receive's buffer: the guard it was given, untouched. */
+static void untouched(struct worker *w, const struct op *op)
+{
+	const uint8_t *got = (const uint8_t *) op->remote;
+
+	if (op->rdev) {
+		t_dev_get(w->scratch, op->remote, GUARD);
+		got = w->scratch;
+	}
+	for (size_t i = 0; i < GUARD; i++)
+		t_assert(got[i] == GUARD_BYTE, "op %u: byte %zu of a cancelled "
+			 "receive written", op->id, i);
+}
+
+static void reap_err(struct worker *w, struct fid_cq *cq)
 {
 	struct fi_cq_err_entry err = { 0 };
 	struct ctx *c;
@@ -285,8 +334,14 @@ static void reap_err(struct fid_cq *cq)
 		return;
 	c = err.op_context;
 	if (c)
-		op = c->role == TX ? t_container_of(c, struct op, tx) :
-				     t_container_of(c, struct op, rx);
+		op = op_of(c, err.tag);
+	if (op && op >= s.ops && op < s.ops + s.nops && op->kind == CANCEL &&
+	    c == &op->rx && err.err == FI_ECANCELED) {
+		REAPED(op);
+		untouched(w, op);
+		seen(w, op, c);
+		return;
+	}
 	if (op && op >= s.ops && op < s.ops + s.nops)
 		t_fail("op %u (%s, %zu bytes, %s to %s, ep %d to %d): error "
 		       "completion (%s): err %d (%s), prov_errno %d", op->id,
@@ -308,7 +363,7 @@ static int handle(struct worker *w, struct fid_cq *cq, ssize_t ret,
 		return ret;
 	}
 	if (ret == -FI_EAVAIL) {
-		reap_err(cq);
+		reap_err(w, cq);
 		return 0;
 	}
 	if (ret == -FI_EAGAIN)
@@ -400,6 +455,14 @@ static void issue(struct worker *w, struct op *op, int slot)
 				raddr(op->rdev, op->remote),
 				s.mr[op->rdev].key, &op->tx));
 		break;
+	case CANCEL:
+		guard(w, op->rdev, op->remote);
+		POSTED(op);
+		POST(w, fi_trecv(to->ep, op->remote, op->len,
+				 s.mr[op->rdev].desc, FI_ADDR_UNSPEC,
+				 CANCEL_TAG | op->id, 0, &op->rx));
+		t_fi(fi_cancel(&to->ep->fid, &op->rx));
+		break;
 	default:
 		fill(w, op->ldev, op->local, op->len, seed_of(op));
 		guard(w, op->rdev, op->remote + op->len);
@@ -410,7 +473,7 @@ static void issue(struct worker *w, struct op *op, int slot)
 					 &op->tx));
 		POST(w, fi_trecv(to->ep, op->remote, op->len,
 				 s.mr[op->rdev].desc, FI_ADDR_UNSPEC, tag, 0,
-				 &op->rx));
+				 op->shared ? &w->shared : &op->rx));
 		if (!op->send_first)
 			POST(w, fi_tsend(from->ep, op->local, op->len,
 					 s.mr[op->ldev].desc, dest, tag,
@@ -602,8 +665,9 @@ int main(int argc, char **argv)
 		s.bytes += s.ops[i].len;
 	}
 	printf("%s: %u operations (%lu writes, %lu reads, %lu tagged "
-	       "messages), %.1f MiB, %d threads, %d endpoints\n", t_prov,
-	       s.nops, s.kinds[WRITE], s.kinds[READ], s.kinds[TAGGED],
+	       "messages, %lu cancelled receives), %.1f MiB, %d threads, %d "
+	       "endpoints\n", t_prov, s.nops, s.kinds[WRITE], s.kinds[READ],
+	       s.kinds[TAGGED], s.kinds[CANCEL],
 	       s.bytes / 1048576.0, NTHREADS, NEPS);
 
 	t0 = t_now();
@@ -613,6 +677,7 @@ int main(int argc, char **argv)
 
 		w->index = i;
 		w->sleeper = i & 1;
+		w->shared.role = SHARED;
 		w->scratch = malloc(MAXLEN + 2 * GUARD);
 		t_assert(w->scratch, "out of memory");
 		t_assert(!pthread_create(&w->th, NULL, work, w),
@@ -630,10 +695,11 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < s.nops; i++) {
 		struct op *op = &s.ops[i];
 
-		t_assert(atomic_load(&op->tx.done) == 1, "op %u (%s): initiator "
-			 "completion seen %d times", i, kind_names[op->kind],
-			 atomic_load(&op->tx.done));
-		t_assert(atomic_load(&op->rx.done) == (op->kind == TAGGED),
+		t_assert(atomic_load(&op->tx.done) == (op->kind != CANCEL),
+			 "op %u (%s): initiator completion seen %d times", i,
+			 kind_names[op->kind], atomic_load(&op->tx.done));
+		t_assert(atomic_load(&op->rx.done) ==
+			 (op->kind == TAGGED || op->kind == CANCEL),
 			 "op %u (%s): receive completion seen %d times", i,
 			 kind_names[op->kind], atomic_load(&op->rx.done));
 	}
