@@ -10,6 +10,16 @@
 
 const char *t_prov = "tcp;ofi_rxm";
 
+char *t_core_prov(void)
+{
+	char *name = strdup(t_prov), *semi;
+
+	t_assert(name, "out of memory");
+	if ((semi = strchr(name, ';')))
+		*semi = '\0';
+	return name;
+}
+
 static void vsay(const char *tag, const char *fmt, va_list ap)
 {
 	printf("%s: ", tag);

@@ -31,6 +31,10 @@
 
 extern const char *t_prov;
 
+/* The core provider under t_prov: tcp for tcp;ofi_rxm, t_prov itself for
+ * one that is not layered. A copy, the caller's to free. */
+char *t_core_prov(void);
+
 /* Parse -p PROVIDER; other options are left from optind on. */
 void t_init(int argc, char **argv, const char *opts);
 void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));

@@ -34,11 +34,7 @@ static const struct {
  * alone. */
 static char *prov_for(enum fi_ep_type type)
 {
-	char *name = strdup(t_prov), *semi = strchr(name, ';');
-
-	if (type == FI_EP_MSG && semi)
-		*semi = '\0';
-	return name;
+	return type == FI_EP_MSG ? t_core_prov() : strdup(t_prov);
 }
 
 /* Open a domain of this type, or say it has none. */

@@ -72,9 +72,7 @@ int main(int argc, char **argv)
 	char *core;
 
 	t_init(argc, argv, NULL);
-	core = strdup(t_prov);
-	if (strchr(core, ';'))
-		*strchr(core, ';') = '\0';
+	core = t_core_prov();
 	for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
 		exchange(t_prov, l);
 		if (strcmp(core, t_prov))
