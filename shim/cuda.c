@@ -333,16 +333,37 @@ static void leave(bool pushed)
 		failed("cuCtxPopCurrent", r);
 }
 
+/* The primary context of the device was reset, and its handle still
+ * pushes: the driver takes it back to life only when it is retained again.
+ * *ctx and *pushed are enter()'s. */
+static CUresult revive(int dev, CUcontext *ctx, bool *pushed)
+{
+	CUcontext dead = *ctx;
+	CUresult r;
+
+	r = reprimary(dev, dead, ctx);
+	if (r || *ctx == dead)
+		return r;
+	/* A driver that gave a new handle: current in place of the dead. */
+	leave(*pushed);
+	r = cu.ctx_push(*ctx);
+	*pushed = !r;
+	return r;
+}
+
 int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr)
 {
+	CUresult r = CUDA_SUCCESS;
 	CUdeviceptr p = 0;
 	CUcontext ctx;
 	bool pushed;
-	CUresult r;
 	int err;
 
 	err = enter(where, &ctx, &pushed);
-	if (!err && (r = cu.mem_alloc(&p, n)))
+	if (!err && (r = cu.mem_alloc(&p, n)) && destroyed(r) && !where->ctx &&
+	    !(r = revive(where->dev, &ctx, &pushed)))
+		r = cu.mem_alloc(&p, n);
+	if (!err && r)
 		err = failed("cuMemAlloc", r);
 	leave(pushed);
 	*ptr = (void *) (uintptr_t) p;
@@ -370,6 +391,7 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 	/* No stream: nothing for end to wait for. */
 	c->stream = NULL;
 	c->queued = false;
+	c->primary = where->ctx ? -1 : where->dev;
 	c->err = enter(where, &ctx, &c->pushed);
 	if (c->err)
 		return c->err;
@@ -388,25 +410,31 @@ static CUresult piece(struct hml_copy *c, void *dst, const void *src,
 			       (CUdeviceptr) (uintptr_t) src, n, c->stream);
 }
 
+/* A stream of a context reset since: a new one, while nothing is queued on
+ * the old, in the primary context revived if that is what was reset. */
+static CUresult restream(struct hml_copy *c)
+{
+	CUresult r;
+
+	forget_stream(c->stream);
+	r = stream_for(c->ctx, &c->stream);
+	if (r && destroyed(r) && c->primary >= 0 &&
+	    !(r = revive(c->primary, &c->ctx, &c->pushed)))
+		r = stream_for(c->ctx, &c->stream);
+	if (r)
+		c->stream = NULL;
+	return r;
+}
+
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 {
-	CUstream stream;
 	CUresult r;
 
 	if (c->err)
 		return;
 	r = piece(c, dst, src, n);
-	/* A stream of a context reset since: a new one, while nothing is
-	 * queued on the old. */
-	if (r && destroyed(r) && !c->queued) {
-		forget_stream(c->stream);
-		c->stream = NULL;
-		r = stream_for(c->ctx, &stream);
-		if (!r) {
-			c->stream = stream;
-			r = piece(c, dst, src, n);
-		}
-	}
+	if (r && destroyed(r) && !c->queued && !(r = restream(c)))
+		r = piece(c, dst, src, n);
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
 	c->queued |= !r;

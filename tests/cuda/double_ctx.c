@@ -279,8 +279,12 @@ static CUresult ctx_push(struct CUctx_st *c)
 
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
+	/* A primary context that a reset made inactive is still a handle the
+	 * driver takes (seen on an H200, driver 580): the calls made in it
+	 * then fail with CONTEXT_IS_DESTROYED, until it is retained again. */
 	lock();
-	live = ctx_live(c);
+	live = ctx_live(c) ||
+	       (c && c->magic == CTX_MAGIC && c->primary);
 	unlock();
 	if (!live)
 		return CUDA_ERROR_INVALID_CONTEXT;

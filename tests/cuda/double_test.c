@@ -885,6 +885,27 @@ static void *syncer(void *arg)
 	return NULL;
 }
 
+/* A reset keeps the primary context's handle and its references: the
+ * handle still pushes, and calls in it fail until it is retained again
+ * (as on an H200). */
+static void test_reset(void)
+{
+	CUdeviceptr p;
+	CUcontext c;
+
+	must(cuDevicePrimaryCtxReset(1), "cuDevicePrimaryCtxReset(1)");
+	is(cuCtxPushCurrent(p1), CUDA_SUCCESS,
+	   "a reset primary context still pushes");
+	is(cuMemAlloc(&p, 64), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	   "calls in it fail");
+	must(cuDevicePrimaryCtxRetain(&c, 1), "retain after the reset");
+	report(c == p1, "the retain gives the same handle");
+	is(cuMemAlloc(&p, 64), CUDA_SUCCESS, "calls in it work again");
+	cuMemFree(p);
+	cuCtxPopCurrent(NULL);
+	cuDevicePrimaryCtxRelease(1);
+}
+
 static void test_concurrency(void)
 {
 	struct worker w[4];
@@ -1100,6 +1121,7 @@ int main(int argc, char **argv)
 	test_proc();
 	test_errors();
 	test_concurrency();
+	test_reset();
 	for (i = 0; i < sizeof(children) / sizeof(children[0]); i++)
 		run_child(&children[i]);
 
