@@ -100,6 +100,7 @@ struct CUctx_st {
 	int dev;
 	unsigned flags;
 	uint64_t gen;		/* bumped when it dies: its streams go stale */
+	unsigned long long id;	/* cuCtxGetId: new each time it comes to life */
 	struct CUstream_st legacy;
 	struct CUstream_st *streams;
 	struct CUctx_st **peers;
@@ -208,6 +209,7 @@ struct dbl {
 	struct CUstream_st *busy;
 	uint64_t seq;
 	uint64_t ids;
+	unsigned long long ctx_ids;
 	bool trace;
 	uint64_t fail_copy, fail_sync;
 	bool fail_copy_on, fail_sync_on;	/* "N+": N and later */

@@ -50,6 +50,7 @@ static const struct proc procs[] = {
 	P("cuCtxDestroy", 2000, cuCtxDestroy),
 	P("cuCtxDestroy", 4000, cuCtxDestroy_v2),
 	P("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
+	P("cuCtxGetId", 12000, cuCtxGetId),
 	P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
 	P("cuCtxPushCurrent", 2000, cuCtxPushCurrent),
 	P("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),

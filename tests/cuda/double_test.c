@@ -890,16 +890,22 @@ static void *syncer(void *arg)
  * (as on an H200). */
 static void test_reset(void)
 {
+	unsigned long long id, id2;
 	CUdeviceptr p;
 	CUcontext c;
 
+	must(cuCtxGetId(p1, &id), "cuCtxGetId");
 	must(cuDevicePrimaryCtxReset(1), "cuDevicePrimaryCtxReset(1)");
+	is(cuCtxGetId(p1, &id2), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	   "a reset primary context has no ID");
 	is(cuCtxPushCurrent(p1), CUDA_SUCCESS,
 	   "a reset primary context still pushes");
 	is(cuMemAlloc(&p, 64), CUDA_ERROR_CONTEXT_IS_DESTROYED,
 	   "calls in it fail");
 	must(cuDevicePrimaryCtxRetain(&c, 1), "retain after the reset");
 	report(c == p1, "the retain gives the same handle");
+	must(cuCtxGetId(p1, &id2), "cuCtxGetId after the retain");
+	report(id2 != id, "and a new ID");
 	is(cuMemAlloc(&p, 64), CUDA_SUCCESS, "calls in it work again");
 	cuMemFree(p);
 	cuCtxPopCurrent(NULL);
