@@ -449,8 +449,16 @@ static void run_path(int path, const char *prov, char *abuf, CUstream st)
 
 	if (!x.driver && !b_opt.host &&
 	    cuda_registers(prov, abuf, why, sizeof(why))) {
-		mark(path, P_UNAVAIL, 0, 0, why);
-		return;
+		if (strcmp(prov, B_TCP)) {
+			mark(path, P_UNAVAIL, 0, 0, why);
+			return;
+		}
+		/* The NIC loopback's stand-in cannot touch device memory:
+		 * its speed on host memory is the most it could give. */
+		snprintf(b_pr.note[path], sizeof(b_pr.note[path]),
+			 "host buffers: %s", why);
+		b_pr.host[path] = b_opt.host = true;
+		x.a.buf = b_buf_alloc(b_opt.max_size);
 	}
 	ret = path_open(&x, prov, why, sizeof(why));
 	if (ret) {
@@ -486,6 +494,10 @@ out:
 	}
 	if (x.b.fd > 0)
 		close(x.b.fd);
+	if (b_pr.host[path] && !x.driver && x.a.buf != abuf) {
+		b_buf_free(x.a.buf);
+		b_opt.host = false;
+	}
 }
 
 int b_peers_main(void)
@@ -501,13 +513,15 @@ int b_peers_main(void)
 	/* -p may repeat up to 8 times: room for tcp and the driver. */
 	for (int i = 0; i < b_opt.nprovs; i++) {
 		paths[b_pr.npaths++] = b_opt.provs[i];
-		tcp |= !strcmp(b_opt.provs[i], "tcp;ofi_rxm");
+		tcp |= !strcmp(b_opt.provs[i], B_TCP);
 	}
 	if (!b_pr.npaths)
 		paths[b_pr.npaths++] = "shm";
 	if (!tcp)
-		paths[b_pr.npaths++] = "tcp;ofi_rxm";
+		paths[b_pr.npaths++] = B_TCP;
 	paths[b_pr.npaths++] = B_DRIVER;
+	for (int p = 0; p < b_pr.npaths - 1; p++)
+		b_pr.host[p] = b_opt.host;
 	for (size_t s = b_opt.min_size; s < b_opt.max_size &&
 	     b_pr.nsizes < B_SIZES - 1; s *= 4)
 		b_pr.sizes[b_pr.nsizes++] = s;

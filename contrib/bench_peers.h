@@ -18,8 +18,9 @@ extern const char *const b_status_name[];
 #define B_SIZES 40
 /* Seconds a command of A's may take B to answer. */
 #define B_CTL_TIMEOUT_S 120
-/* The driver's own copy, the last path. */
+/* The driver's own copy, the last path; the NIC loopback's stand-in. */
 #define B_DRIVER "cuda_ipc"
+#define B_TCP "tcp;ofi_rxm"
 
 struct b_point {
 	enum b_status status;
@@ -34,6 +35,8 @@ struct b_peers {
 	size_t sizes[B_SIZES];
 	int nsizes;
 	struct b_point res[B_PATHS][NOPS][B_SIZES];
+	bool host[B_PATHS];		/* a path on host buffers, and why */
+	char note[B_PATHS][400];
 };
 
 extern struct b_peers b_pr;

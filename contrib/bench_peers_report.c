@@ -21,6 +21,8 @@ static void notes(void)
 	for (int p = 0; p < b_pr.npaths; p++) {
 		const char *last = "";
 
+		if (b_pr.note[p][0])
+			printf("%s: %s\n", b_pr.paths[p], b_pr.note[p]);
 		for (int op = 0; op < NOPS; op++)
 			for (int s = 0; s < b_pr.nsizes; s++) {
 				struct b_point *x = &b_pr.res[p][op][s];
@@ -44,8 +46,11 @@ void b_peers_report(void)
 		printf("\n== %s, %s ==\n%-8s", b_op_name[op],
 		       op == OP_READ ? "B's buffer to A's" : "A's buffer to B's",
 		       "size");
-		for (int p = 0; p < b_pr.npaths; p++)
-			printf(" | %-18.18s", b_pr.paths[p]);
+		for (int p = 0; p < b_pr.npaths; p++) {
+			snprintf(c, sizeof(c), "%s%s", b_pr.paths[p],
+				 b_pr.host[p] ? ", host" : "");
+			printf(" | %-18.18s", c);
+		}
 		printf("\n%-8s", "");
 		for (int p = 0; p < b_pr.npaths; p++)
 			printf(" | %9s %8s", "lat us", "GB/s");
@@ -68,14 +73,16 @@ void b_peers_csv(const char *path)
 
 	if (!f)
 		b_die("%s: %s", path, strerror(errno));
-	fprintf(f, "path,op,size,status,lat_us,lat_p99_us,gbps,note\n");
+	fprintf(f, "path,memory,op,size,status,lat_us,lat_p99_us,gbps,"
+		"note\n");
 	for (int p = 0; p < b_pr.npaths; p++)
 		for (int op = 0; op < NOPS; op++)
 			for (int s = 0; s < b_pr.nsizes; s++) {
 				struct b_point *x = &b_pr.res[p][op][s];
 
-				fprintf(f, "\"%s\",%s,%zu,%s,%.3f,%.3f,%.4f,"
-					"\"%s\"\n", b_pr.paths[p],
+				fprintf(f, "\"%s\",%s,%s,%zu,%s,%.3f,%.3f,"
+					"%.4f,\"%s\"\n", b_pr.paths[p],
+					b_pr.host[p] ? "host" : "device",
 					b_op_name[op], b_pr.sizes[s],
 					b_status_name[x->status],
 					x->lat.median * 1e6, x->lat.p99 * 1e6,
