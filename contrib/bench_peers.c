@@ -90,15 +90,25 @@ static void spawn(struct peer *p, const char *prov)
 	p->fd = sv[0];
 }
 
-/* How B ended, for a note. */
-static const char *ended(struct peer *p, bool kill_it)
+/* How B ended, for a note; with stop, one still running after 100 ms is
+ * ended, by its PID. */
+static const char *ended(struct peer *p, bool stop)
 {
 	static char how[64];
+	pid_t r = 0;
 	int st;
 
-	if (kill_it)
+	for (int i = 0; stop && i < 10 && !r; i++) {
+		r = waitpid(p->pid, &st, WNOHANG);
+		if (!r)
+			usleep(10000);
+	}
+	if (stop && !r) {
 		kill(p->pid, SIGKILL);
-	if (waitpid(p->pid, &st, 0) != p->pid)
+		waitpid(p->pid, &st, 0);
+		return "was running: stopped";
+	}
+	if (!r && waitpid(p->pid, &st, 0) != p->pid)
 		return "lost";
 	if (WIFSIGNALED(st))
 		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(st));
@@ -533,6 +543,8 @@ int b_peers_main(void)
 	if (!b_opt.host && b_cu_ok(cu.stream_create(&st, CU_STREAM_NON_BLOCKING),
 				   "cuStreamCreate"))
 		b_die("%s", b_errmsg);
+	/* A dead B is a note, not the end of the bench. */
+	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("hmemloop-bench --peers: two processes on %s move %s memory\n",
 	       b_opt.host ? "the host" : b_cuda_device(0),
