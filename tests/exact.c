@@ -303,6 +303,15 @@ static void bounded(void)
 	int n, i, id;
 	struct ent g;
 
+	/* The oracle has no bound to compare with: udp;ofi_rxd alone takes
+	 * 20 000 sends, and then does not complete them all. */
+	if (host && !strcmp(t_prov, "udp;ofi_rxd")) {
+		printf("digest: bounded: not compared, %s alone does not push "
+		       "back\n", t_prov);
+		free(ctx);
+		free(seen);
+		return;
+	}
 	t_assert(ctx && seen, "out of memory");
 	qsrc = mem_alloc((size_t) MAXQ * SMALL);
 	t_reg(&fab, qsrc, (size_t) MAXQ * SMALL, FI_SEND, 5, &qsrc_mr);
