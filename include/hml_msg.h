@@ -120,6 +120,7 @@ struct hml_rxq {
 };
 
 struct hml_rxq *hml_rxq_of(struct hml_ep *e);
+bool hml_rxq_unseen(const struct hml_rxq *q);
 bool hml_rx_directed(const struct hml_rxq *q, const struct hml_rx *r);
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag);

@@ -134,6 +134,18 @@ static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
 	/* The provider's own: the application's fi_cancel is wrapped. */
 	ret = q->owner->prov_ops->cancel(&r->fid->fid, &r->ctx);
 
+	/* No CQ to answer on (sockets allows a receive counter alone), and
+	 * sockets says whether it found the receive: found, it is ours; not
+	 * found, it completed unseen, and the record is stale. */
+	if (hml_rxq_unseen(q) && ret != -FI_ENOSYS) {
+		pthread_mutex_lock(&q->lock);
+		hml_rx_unlink(q, r);
+		pthread_mutex_unlock(&q->lock);
+		if (ret)
+			return LOST;
+		uncount(rc, errs);
+		return WON;
+	}
 	if (ret) {
 		pthread_mutex_lock(&q->lock);
 		/* Refused because the provider has just completed it. */

@@ -55,6 +55,13 @@ struct hml_rxq *hml_rxq_of(struct hml_ep *e)
 	return q && !__atomic_load_n(&q->pass, __ATOMIC_RELAXED) ? q : NULL;
 }
 
+/* Do q's receives complete on no CQ, only on a receive counter? (An
+ * SRX's complete on its endpoints' CQs.) */
+bool hml_rxq_unseen(const struct hml_rxq *q)
+{
+	return q->owner->h.fid->fclass != FI_CLASS_SRX_CTX && !q->owner->rx_cq;
+}
+
 static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
 {
 	return &q->by_ctx[((uintptr_t) ctx >> 6) % BUCKETS];
@@ -730,10 +737,16 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 	ret = e->prov_ops->cancel(fid, &r->ctx);
 
 	pthread_mutex_lock(&q->lock);
-	if (r->state == HML_RX_DONE)
+	if (r->state == HML_RX_DONE) {
 		free(r);
-	else
+	} else if (hml_rxq_unseen(q)) {
+		/* No CQ will say more: cancelled or completed unseen, it is
+		 * gone from the provider. */
+		hml_rx_unlink(q, r);
+		free(r);
+	} else {
 		r->state = ret ? HML_RX_POSTED : HML_RX_APP_CANCELED;
+	}
 	pthread_mutex_unlock(&q->lock);
 	return ret;
 }

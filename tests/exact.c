@@ -14,6 +14,12 @@
  *   bounded  messages sent with no receive posted: the sender is pushed
  *            back with -FI_EAGAIN, and every message it was not is
  *            received once, intact, when receives come
+ *   rxcntr   an endpoint with a receive counter and no receive CQ: the
+ *            message lands and is counted once; a receive the
+ *            application cancels counts an error, and the next message
+ *            goes to the next receive
+ *   txcntr   an endpoint with a send counter and no send CQ: the send is
+ *            counted once
  *
  * By default on device memory: without hmemloop the provider touches it
  * and the run fails. With -H on host memory, printing "digest:" lines that
@@ -366,6 +372,139 @@ static void bounded(void)
 	t_ok("%s: pushed back after %d, all %d received", what, n, n);
 }
 
+/* An endpoint with a CQ for one direction only and a counter for the
+ * other; false if the provider will not enable it so. */
+static bool half_open(struct t_ep *e, struct fid_cntr **c, uint64_t cq_flags,
+		      uint64_t cntr_flags)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+
+	/* It enables one, then crashes in its first fi_recv or fi_send. */
+	if (!strcmp(t_prov, "udp;ofi_rxd"))
+		return false;
+	memset(e, 0, sizeof(*e));
+	e->f = &fab;
+	t_fi(fi_endpoint(fab.domain, fab.info, &e->ep, NULL));
+	t_fi(fi_cq_open(fab.domain, &cq_attr, &e->cq, NULL));
+	t_fi(fi_av_open(fab.domain, &av_attr, &e->av, NULL));
+	t_fi(fi_cntr_open(fab.domain, &cntr_attr, c, NULL));
+	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
+	if (fi_ep_bind(e->ep, &e->cq->fid, cq_flags) ||
+	    fi_ep_bind(e->ep, &(*c)->fid, cntr_flags) || fi_enable(e->ep)) {
+		t_fi(fi_close(&e->ep->fid));
+		t_fi(fi_close(&e->av->fid));
+		t_fi(fi_close(&e->cq->fid));
+		t_fi(fi_close(&(*c)->fid));
+		return false;
+	}
+	e->namelen = sizeof(e->name);
+	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
+	t_progress(e->cq);
+	return true;
+}
+
+static void half_close(struct t_ep *e, struct fid_cntr *c)
+{
+	t_ep_close(e);
+	t_fi(fi_close(&c->fid));
+}
+
+/* Wait for a counter to reach want, or for more errors than errs. */
+static void count_to(struct fid_cntr *c, uint64_t want, uint64_t errs,
+		     const char *what)
+{
+	double end = t_now() + t_wait_s();
+
+	while (fi_cntr_read(c) < want && fi_cntr_readerr(c) <= errs &&
+	       t_now() < end)
+		t_drive(ep[A].cq);
+	t_assert(fi_cntr_read(c) == want && fi_cntr_readerr(c) == errs,
+		 "%s: counter %lu, errors %lu, expected %lu and %lu", what,
+		 (unsigned long) fi_cntr_read(c),
+		 (unsigned long) fi_cntr_readerr(c), (unsigned long) want,
+		 (unsigned long) errs);
+}
+
+static void rxcntr(void)
+{
+	const char *what = "a receive counter and no receive CQ";
+	struct fi_context2 r, s;
+	struct fid_cntr *c;
+	fi_addr_t to;
+	struct t_ep e;
+
+	if (!half_open(&e, &c, FI_TRANSMIT, FI_RECV)) {
+		printf("digest: rxcntr: not allowed here\n");
+		return;
+	}
+	to = t_insert(&ep[A], e.name);
+	t_insert(&e, ep[A].name);
+	poison(0);
+	load(1, 51);
+	t_post(e.cq, fi_recv(e.ep, dst, SLOT, dst_mr.desc, FI_ADDR_UNSPEC, &r));
+	t_post(ep[A].cq, fi_send(ep[A].ep, src + SLOT, LEN, src_mr.desc, to,
+				 &s));
+	tx_done(A, &s, what);
+	count_to(c, 1, 0, what);
+	t_assert(holds(0, 51), "%s: the message is not in the receive", what);
+	/* The application cancels one: the provider counts an error. */
+	poison(1);
+	poison(2);
+	t_post(e.cq, fi_recv(e.ep, dst + SLOT, SLOT, dst_mr.desc,
+			     FI_ADDR_UNSPEC, &r));
+	t_assert(!fi_cancel(&e.ep->fid, &r), "%s: fi_cancel", what);
+	count_to(c, 1, 1, what);
+	t_post(e.cq, fi_recv(e.ep, dst + 2 * SLOT, SLOT, dst_mr.desc,
+			     FI_ADDR_UNSPEC, &r));
+	load(1, 53);
+	t_post(ep[A].cq, fi_send(ep[A].ep, src + SLOT, LEN, src_mr.desc, to,
+				 &s));
+	tx_done(A, &s, what);
+	count_to(c, 2, 1, what);
+	t_assert(poisoned(1), "%s: the cancelled receive was written", what);
+	t_assert(holds(2, 53), "%s: the second message is not in the next "
+		 "receive", what);
+	t_assert(t_quiet(e.cq, 50), "%s: an entry on the send CQ", what);
+	half_close(&e, c);
+	printf("digest: rxcntr: counted once, the message in the receive; a "
+	       "cancel counted as an error; the next message in the next "
+	       "receive\n");
+	t_ok("%s: messages are counted and land, a cancel is counted", what);
+}
+
+static void txcntr(void)
+{
+	const char *what = "a send counter and no send CQ";
+	struct fi_context2 r, s;
+	struct fid_cntr *c;
+	fi_addr_t to;
+	struct t_ep e;
+	struct ent g;
+
+	if (!half_open(&e, &c, FI_RECV, FI_SEND)) {
+		printf("digest: txcntr: not allowed here\n");
+		return;
+	}
+	to = t_insert(&e, ep[B].name);
+	t_insert(&ep[B], e.name);
+	poison(0);
+	load(1, 52);
+	recv_slot(B, 0, &r);
+	t_post(e.cq, fi_send(e.ep, src + SLOT, LEN, src_mr.desc, to, &s));
+	g = next(B, what);
+	t_assert(g.ctx == &r && !g.err && g.len == LEN, "%s: receive entry: "
+		 "context %p err %d (%s) len %zu", what, g.ctx, g.err,
+		 fi_strerror(g.err), g.len);
+	count_to(c, 1, 0, what);
+	t_assert(t_quiet(e.cq, 50), "%s: an entry on the receive CQ", what);
+	t_assert(holds(0, 52), "%s: the message is not in the receive", what);
+	half_close(&e, c);
+	printf("digest: txcntr: counted once, the message in the receive\n");
+	t_ok("%s: the send is counted", what);
+}
+
 /* ---- set-up ---------------------------------------------------------------- */
 
 static void open_all(void)
@@ -421,6 +560,8 @@ static const struct {
 	{ "cancel", cancel },
 	{ "nocontext", nocontext },
 	{ "bounded", bounded },
+	{ "rxcntr", rxcntr },
+	{ "txcntr", txcntr },
 };
 
 int main(int argc, char **argv)
