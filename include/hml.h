@@ -211,7 +211,7 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
-void hml_cq_wake(struct hml_cq *cq);
+void hml_cq_wake(struct hml_cq *cq);	/* cqwake.c */
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);

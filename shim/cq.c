@@ -291,21 +291,6 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 	return sread(c, buf, count, src, true, cond, timeout);
 }
 
-/* A shim entry was queued: wake whoever may sleep on the CQ, through the
- * provider's wait object; a CQ without one is never signalled. */
-void hml_cq_wake(struct hml_cq *c)
-{
-	if (c->wait_obj == FI_WAIT_NONE)
-		return;
-	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST)) {
-		c->prov->signal(c->cq);
-	} else if (__atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
-		   c->wait_obj == FI_WAIT_SET) {
-		__atomic_store_n(&c->stray, true, __ATOMIC_RELEASE);
-		c->prov->signal(c->cq);
-	}
-}
-
 /* The application will wait on the CQ's own wait object (an fd to epoll):
  * from now on every shim entry signals it. */
 static int hml_cq_control(struct fid *fid, int command, void *arg)
