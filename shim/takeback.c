@@ -145,6 +145,8 @@ static bool filter(struct hml_cq *cq, struct hml_cqe *e)
 	return keep;
 }
 
+/* Receives whose sender stopped waiting for their cancel, which has come
+ * since: back to the provider, or to what waits for them. */
 static void orphans(struct hml_cq *cq)
 {
 	int n = __atomic_load_n(&cq->nrxqs, __ATOMIC_ACQUIRE);
