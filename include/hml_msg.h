@@ -41,7 +41,10 @@
  * application's cancel unlinks them. Only POSTED and KEPT receives are
  * taken by senders or by the application's cancel; POSTING ones are
  * waited for. A record is linked (in posting order and by &ctx) from
- * POSTING until it is DONE, RECLAIMED, cancelled or taken.
+ * POSTING until it is DONE, RECLAIMED, cancelled or taken. Where no CQ
+ * reports a queue's receives (hml_rxq_unseen), the provider's fi_cancel
+ * return decides at once: CANCELING -> RECLAIMED, or the record is
+ * dropped (completed unseen); APP_CANCELING -> dropped.
  *
  * Lock order: track.c's share_lock, then a CQ's pump_lock (takeback.c),
  * then a queue's lock; a CQ's lock (its shim entries) is never taken under

@@ -340,6 +340,7 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 	if (hml_rxq_unseen(q) && ret != -FI_ENOSYS) {
 		pthread_mutex_lock(&q->lock);
 		hml_rx_unlink(q, r);
+		r->state = HML_RX_RECLAIMED;
 		pthread_mutex_unlock(&q->lock);
 		if (ret)
 			return HML_LOST;
