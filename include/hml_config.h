@@ -1,8 +1,38 @@
-/* Settings, read once from HMEMLOOP_* environment variables at load. */
+/*
+ * Settings, read once from HMEMLOOP_* environment variables at load.
+ *
+ * HML_SETTINGS is the one list of them, a line each:
+ *   X(field, NAME, TYPE, default, accepted values, help)
+ * TYPE is BOOL, ENUM (the values, space-separated, in the order of the
+ * field's enum) or STRING. From it come struct hml_config, the parser and
+ * the info line of the values in effect (config.c), and hmemloop --help's,
+ * hmemloop(7)'s and README's settings tables (hmemloop-check --settings;
+ * tests/settings compares README's). Help is plain text in which `x`
+ * marks a literal.
+ */
 #ifndef HML_CONFIG_H
 #define HML_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#define HML_SETTINGS(X)							\
+	X(enable, "HMEMLOOP_ENABLE", BOOL, "0", "0 1",			\
+	  "`1` turns interception on; otherwise the library only forwards") \
+	X(log_level, "HMEMLOOP_LOG", ENUM, "warn", "warn info debug",	\
+	  "what to log on stderr: `warn`, `info` or `debug`; lines start " \
+	  "`hmemloop: PID:`")						\
+	X(cuda_library, "HMEMLOOP_CUDA_LIBRARY", STRING, "libcuda.so.1", "", \
+	  "the CUDA driver library to open (never linked)")		\
+	X(self, "HMEMLOOP_SELF", ENUM, "device", "device all",		\
+	  "`device`: perform locally the same-process operations that touch " \
+	  "device memory; `all`: every same-process operation")		\
+	X(hmem, "HMEMLOOP_HMEM", ENUM, "auto", "off auto on",		\
+	  "ask the provider for `FI_HMEM` on the application's behalf, for " \
+	  "device memory between processes (see Between processes): " \
+	  "`off`; `auto`, where the hints ask for `FI_MR_HMEM` without " \
+	  "`FI_HMEM`; `on`, wherever the hints lack `FI_HMEM`. Only where " \
+	  "CUDA registrations work")
 
 enum hml_self_mode {
 	HML_SELF_DEVICE,	/* intercept same-process ops touching device memory */
@@ -15,16 +45,40 @@ enum hml_hmem_mode {
 	HML_HMEM_ON,		/* any hints without FI_HMEM */
 };
 
+/* BOOL: bool; ENUM: int, the index of the value (log_level is an enum
+ * hml_log_level, self an enum hml_self_mode, hmem an enum hml_hmem_mode). */
+#define HML_CTYPE_BOOL bool
+#define HML_CTYPE_ENUM int
+#define HML_CTYPE_STRING const char *
+#define HML_FIELD(field, name, type, def, values, help) HML_CTYPE_##type field;
 struct hml_config {
-	bool enable;
-	int log_level;			/* enum hml_log_level */
-	const char *cuda_library;
-	int self;			/* enum hml_self_mode */
-	int hmem;			/* enum hml_hmem_mode */
+	HML_SETTINGS(HML_FIELD)
 };
+#undef HML_FIELD
 
 extern struct hml_config hml_config;
 
+enum hml_setting_type { HML_BOOL, HML_ENUM, HML_STRING };
+
+struct hml_setting {
+	const char *name;
+	enum hml_setting_type type;
+	const char *def;
+	const char *values;
+	const char *help;
+	size_t offset;			/* in struct hml_config */
+};
+
+extern const struct hml_setting hml_settings[];
+extern const size_t hml_nsettings;
+
 void hml_config_load(void);
+/* One info line of the values in effect, "(environment)" after those the
+ * environment gave. */
+void hml_config_log(void);
+/* Setting i's value in effect, as its variable would spell it. */
+const char *hml_config_value(size_t i);
+/* Whether the environment gave setting i its value (a bad one does not). */
+bool hml_config_from_env(size_t i);
 
 #endif

@@ -7,6 +7,17 @@
 
 #include <cuda.h>
 
+/* cudaproc.c: look each of syms up into table (at its offset) through
+ * lib's cuGetProcAddress_v2, at the 12.0 API; NULL, or the name of the
+ * first that is missing. Shared with hmemloop --check. */
+struct hml_cuda_sym {
+	const char *name;
+	size_t offset;
+};
+#define HML_CUDA_SYM(table, name, field) { name, offsetof(__typeof__(table), field) }
+const char *hml_cuda_procs(void *lib, void *table,
+			   const struct hml_cuda_sym *syms, size_t n);
+
 enum hml_memtype {
 	HML_MEM_UNKNOWN,		/* not asked yet */
 	HML_MEM_HOST,

@@ -9,6 +9,9 @@ AC_DEFUN([HML_CHECK_LIBFABRIC], [
       [hml_libfabric_libdir=$with_libfabric/lib64],
       [hml_libfabric_libdir=$with_libfabric/lib])
     LIBFABRIC_LIBS="-L$hml_libfabric_libdir -lfabric"
+    dnl hmemloop-check opens libfabric.so.1 as the loader finds it: first
+    dnl in the one it was built for, as the programs linked with it do.
+    LIBFABRIC_RPATH="-Wl,-rpath,$hml_libfabric_libdir"
   ], [
     PKG_CHECK_MODULES([LIBFABRIC], [libfabric >= 1.17], [],
       [AC_MSG_ERROR([libfabric >= 1.17 not found: install libfabric-dev or pass --with-libfabric=DIR])])
@@ -30,4 +33,5 @@ AC_DEFUN([HML_CHECK_LIBFABRIC], [
     [AC_MSG_ERROR([libfabric $HML_LIBFABRIC_VERSION is older than 1.17])])
   AC_SUBST([LIBFABRIC_CFLAGS])
   AC_SUBST([LIBFABRIC_LIBS])
+  AC_SUBST([LIBFABRIC_RPATH])
 ])

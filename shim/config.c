@@ -1,104 +1,134 @@
+/* The settings of HML_SETTINGS (hml_config.h): parsed from the
+ * environment once, and told at info level. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hml_config.h"
 #include "hml_log.h"
 
-struct hml_config hml_config = {
-	.log_level = HML_LOG_WARN,
+struct hml_config hml_config;
+
+#define HML_ENTRY(field, name, type, def, values, help) \
+	{ name, HML_##type, def, values, help, offsetof(struct hml_config, field) },
+const struct hml_setting hml_settings[] = {
+	HML_SETTINGS(HML_ENTRY)
 };
+#undef HML_ENTRY
+const size_t hml_nsettings = sizeof(hml_settings) / sizeof(hml_settings[0]);
 
-enum var_type {
-	VAR_BOOL,
-	VAR_ENUM,
-	VAR_STRING,
-};
+static bool from_env[sizeof(hml_settings) / sizeof(hml_settings[0])];
 
-/* The one table of settings. Each entry: name, type, default, accepted
- * values (enums), where it goes, and what it does (README repeats it). */
-static const struct var {
-	const char *name;
-	enum var_type type;
-	const char *def;
-	const char *const *values;
-	void *dst;
-	const char *help;
-} vars[] = {
-	{ "HMEMLOOP_ENABLE", VAR_BOOL, "0", NULL, &hml_config.enable,
-	  "1 turns interception on; otherwise the library only forwards" },
-	{ "HMEMLOOP_LOG", VAR_ENUM, "warn",
-	  (const char *const[]) { "warn", "info", "debug", NULL },
-	  &hml_config.log_level, "what to log on stderr" },
-	{ "HMEMLOOP_CUDA_LIBRARY", VAR_STRING, "libcuda.so.1", NULL,
-	  &hml_config.cuda_library, "the CUDA driver library to open" },
-	{ "HMEMLOOP_SELF", VAR_ENUM, "device",
-	  (const char *const[]) { "device", "all", NULL }, &hml_config.self,
-	  "which same-process operations to perform locally: those touching "
-	  "device memory, or all of them" },
-	{ "HMEMLOOP_HMEM", VAR_ENUM, "auto",
-	  (const char *const[]) { "off", "auto", "on", NULL }, &hml_config.hmem,
-	  "ask the provider for FI_HMEM on the application's behalf: off, "
-	  "where its hints ask for FI_MR_HMEM (auto), or always (on), "
-	  "wherever CUDA registrations work" },
-};
-
-static const char *const bool_values[] = { "0", "1", NULL };
-
-static int value_index(const char *const *values, const char *s)
+static void *dst(const struct hml_setting *s)
 {
-	for (int i = 0; values[i]; i++)
-		if (!strcmp(values[i], s))
+	return (char *) &hml_config + s->offset;
+}
+
+/* Word i of a space-separated list, into buf; NULL past its end. */
+static const char *word(const char *list, int i, char *buf, size_t n)
+{
+	size_t len;
+
+	for (;;) {
+		len = strcspn(list, " ");
+		if (!len)
+			return NULL;
+		if (!i--)
+			break;
+		list += len + (list[len] == ' ');
+	}
+	if (len >= n)
+		len = n - 1;
+	memcpy(buf, list, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+static int value_index(const char *values, const char *s)
+{
+	char w[32];
+
+	for (int i = 0; word(values, i, w, sizeof(w)); i++)
+		if (!strcmp(w, s))
 			return i;
 	return -1;
 }
 
-static void warn_bad(const struct var *v, const char *s,
-		     const char *const *values)
+static void warn_bad(const struct hml_setting *v, const char *s)
 {
-	char accepted[128] = "";
+	char accepted[128] = "", w[32];
 
-	for (int i = 0; values[i]; i++) {
+	for (int i = 0; word(v->values, i, w, sizeof(w)); i++) {
 		strncat(accepted, i ? ", " : "", sizeof(accepted) - strlen(accepted) - 1);
-		strncat(accepted, values[i], sizeof(accepted) - strlen(accepted) - 1);
+		strncat(accepted, w, sizeof(accepted) - strlen(accepted) - 1);
 	}
 	hml_warn("%s=%s is not one of %s; using %s", v->name, s, accepted,
 		 v->def);
 }
 
-static void set(const struct var *v, const char *s)
+/* Set v from s; false (and a warning) where s is not accepted. */
+static bool set(const struct hml_setting *v, const char *s)
 {
-	const char *const *values = v->type == VAR_BOOL ? bool_values : v->values;
 	int i;
+	bool ok;
 
-	switch (v->type) {
-	case VAR_STRING:
-		*(const char **) v->dst = s;
-		return;
-	case VAR_BOOL:
-	case VAR_ENUM:
-		i = value_index(values, s);
-		if (i < 0) {
-			warn_bad(v, s, values);
-			i = value_index(values, v->def);
-		}
-		if (v->type == VAR_BOOL)
-			*(bool *) v->dst = i;
-		else
-			*(int *) v->dst = i;
-		return;
+	if (v->type == HML_STRING) {
+		*(const char **) dst(v) = s;
+		return true;
 	}
+	i = value_index(v->values, s);
+	ok = i >= 0;
+	if (!ok) {
+		warn_bad(v, s);
+		i = value_index(v->values, v->def);
+	}
+	if (v->type == HML_BOOL)
+		*(bool *) dst(v) = i;
+	else
+		*(int *) dst(v) = i;
+	return ok;
+}
+
+const char *hml_config_value(size_t i)
+{
+	static char buf[sizeof(hml_settings) / sizeof(hml_settings[0])][32];
+	const struct hml_setting *v = &hml_settings[i];
+	int k;
+
+	if (v->type == HML_STRING)
+		return *(const char **) dst(v);
+	k = v->type == HML_BOOL ? *(bool *) dst(v) : *(int *) dst(v);
+	return word(v->values, k, buf[i], sizeof(buf[i]));
+}
+
+bool hml_config_from_env(size_t i)
+{
+	return from_env[i];
+}
+
+void hml_config_log(void)
+{
+	char line[400];
+	size_t n = 0;
+
+	for (size_t i = 0; i < hml_nsettings && n < sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - n, "%s%s=%s%s",
+			      i ? ", " : "", hml_settings[i].name,
+			      hml_config_value(i),
+			      from_env[i] ? " (environment)" : "");
+	hml_info("settings: %s", line);
 }
 
 void hml_config_load(void)
 {
 	/* Defaults first, so that a warning about one bad value is printed
 	 * under the log level the environment asked for. */
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		set(&vars[i], vars[i].def);
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *s = getenv(vars[i].name);
+	for (size_t i = 0; i < hml_nsettings; i++)
+		set(&hml_settings[i], hml_settings[i].def);
+	for (size_t i = 0; i < hml_nsettings; i++) {
+		const char *s = getenv(hml_settings[i].name);
 
 		if (s)
-			set(&vars[i], s);
+			from_env[i] = set(&hml_settings[i], s);
 	}
 }

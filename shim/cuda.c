@@ -14,9 +14,6 @@
 #include "hml_cuda.h"
 #include "hml_log.h"
 
-/* The driver API version the calls below are written against. */
-#define CUDA_API 12000
-
 static struct {
 	CUresult (*init)(unsigned int flags);
 	CUresult (*error_name)(CUresult r, const char **name);
@@ -38,11 +35,8 @@ static struct {
 	CUresult (*mem_free)(CUdeviceptr ptr);
 } cu;
 
-static const struct {
-	const char *name;
-	size_t offset;
-} symbols[] = {
-#define SYM(name, field) { name, offsetof(__typeof__(cu), field) }
+static const struct hml_cuda_sym symbols[] = {
+#define SYM(name, field) HML_CUDA_SYM(cu, name, field)
 	SYM("cuInit", init),
 	SYM("cuGetErrorName", error_name),
 	SYM("cuPointerGetAttributes", pointer_attrs),
@@ -65,16 +59,11 @@ static const struct {
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool usable;
 
-typedef CUresult (*proc_fn)(const char *symbol, void **fn, int version,
-			    cuuint64_t flags,
-			    CUdriverProcAddressQueryResult *status);
-
 static void load(void)
 {
 	const char *path = hml_config.cuda_library;
-	CUdriverProcAddressQueryResult status;
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	proc_fn proc;
+	const char *missing;
 	CUresult r;
 
 	/* Said at the default level: device memory then goes to the
@@ -84,21 +73,16 @@ static void load(void)
 			 "is not recognised", path, dlerror());
 		return;
 	}
-	proc = (proc_fn) dlsym(lib, "cuGetProcAddress_v2");
-	if (!proc) {
+	missing = hml_cuda_procs(lib, &cu, symbols,
+				 sizeof(symbols) / sizeof(symbols[0]));
+	if (missing && !strcmp(missing, "cuGetProcAddress_v2")) {
 		hml_warn("%s lacks cuGetProcAddress_v2: hmemloop needs a CUDA 12 "
 			 "driver or newer, and copies nothing", path);
 		return;
 	}
-	for (size_t i = 0; i < sizeof(symbols) / sizeof(symbols[0]); i++) {
-		void **fn = (void **) ((char *) &cu + symbols[i].offset);
-
-		if (proc(symbols[i].name, fn, CUDA_API, CU_GET_PROC_ADDRESS_DEFAULT,
-			 &status) || !*fn) {
-			hml_warn("%s has no %s: hmemloop copies nothing", path,
-				 symbols[i].name);
-			return;
-		}
+	if (missing) {
+		hml_warn("%s has no %s: hmemloop copies nothing", path, missing);
+		return;
 	}
 	r = cu.init(0);
 	if (r == CUDA_ERROR_NO_DEVICE) {

@@ -26,14 +26,13 @@
 #include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_probe.h"
 
 typedef int (*getinfo_fn)(uint32_t version, const char *node,
 			  const char *service, uint64_t flags,
 			  const struct fi_info *hints, struct fi_info **info);
 typedef void (*freeinfo_fn)(struct fi_info *info);
 typedef struct fi_info *(*dupinfo_fn)(const struct fi_info *info);
-typedef int (*fabric_fn)(struct fi_fabric_attr *attr,
-			 struct fid_fabric **fabric, void *context);
 
 /* One symbol version's calls. */
 struct abi {
@@ -112,48 +111,16 @@ static struct verdict *verdict_find(const char *key)
 	return NULL;
 }
 
-/*
- * A registration tagged FI_HMEM_CUDA, in a domain of this entry that the
- * shim does not wrap. Providers refuse it with -FI_ENOSYS, before looking
- * at the memory, where libfabric's CUDA support did not start (util's
- * ofi_mr_regattr, efa's): Debian's shm, built without CUDA, grants FI_HMEM
- * all the same. Any other answer means CUDA support is there. The buffer
- * is one host byte of ours, local access only, so no device memory is
- * allocated and no context made for the probe.
- */
+/* probe.c, through libfabric's own fi_fabric, with hml_depth raised so
+ * that nothing of the probe is wrapped. */
 static bool probe(const struct fi_info *info)
 {
-	static fabric_fn fabric_open;
-	static char byte;
-	struct iovec iov = { &byte, 1 };
-	union {
-		struct fi_mr_attr attr;
-		char space[256];	/* newer layouts are longer */
-	} u = { .attr = {
-		.mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
-		.iface = FI_HMEM_CUDA,
-	} };
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_mr *mr;
-	int ret;
+	static hml_fabric_fn fabric_open;
 
 	if (!fabric_open)
 		fabric_open = hml_resolve("fi_fabric", "FABRIC_1.1");
-	if (!fabric_open ||
-	    HML_FORWARD(fabric_open(info->fabric_attr, &fabric, NULL)))
-		return false;
-	ret = HML_FORWARD(fi_domain(fabric, (struct fi_info *) info,
-				    &domain, NULL));
-	if (!ret) {
-		ret = HML_FORWARD(fi_mr_regattr(domain, &u.attr, 0, &mr));
-		if (!ret)
-			fi_close(&mr->fid);
-		fi_close(&domain->fid);
-		ret = ret == -FI_ENOSYS ? ret : 0;
-	}
-	fi_close(&fabric->fid);
-	return !ret;
+	return fabric_open &&
+	       HML_FORWARD(hml_registers_cuda(fabric_open, info));
 }
 
 static bool works(const struct fi_info *info)

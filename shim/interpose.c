@@ -111,8 +111,12 @@ void *hml_entry_point(const char *name, void *sym)
 	return sym;
 }
 
+/* What hmemloop --check reads to name the library's version. */
+HML_EXPORT const char hmemloop_version[] = PACKAGE_VERSION;
+
 __attribute__((constructor)) static void hml_init(void)
 {
 	hml_config_load();
+	hml_config_log();
 	hml_info("%s", hml_config.enable ? "enabled" : "loaded, not enabled");
 }

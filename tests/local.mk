@@ -27,7 +27,7 @@ tests_libtables_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_libtables_la_LIBADD = $(LDADD)
 
 EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/inert tests/config \
-	tests/closing tests/exact-host
+	tests/closing tests/exact-host tests/check tests/settings tests/man
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)
