@@ -61,11 +61,13 @@ static const struct {
 	  "shm (1.17) alone never completes a zero-length fi_writemsg with "
 	  "FI_DELIVERY_COMPLETE to a closed region's key (seed 4); hmemloop "
 	  "leaves a zero-length operation, which names no memory, to it" },
-	{ "rxm", HOST, FZ_BAD_RMA, 0,
+	{ "rxm", BOTH, FZ_BAD_RMA, 0,
 	  "tcp;ofi_rxm alone answers an RMA with a bad key, range or right by "
 	  "dropping the connection: that op and the next ones to the peer end "
 	  "FI_ECANCELED or FI_ENOTCONN; hmemloop fails the op alone, "
-	  "FI_EINVAL or FI_EACCES (README)" },
+	  "FI_EINVAL or FI_EACCES (README), but leaves a zero-length one, "
+	  "which names no memory, to rxm, and on device memory too the "
+	  "connection drops (seed 32)" },
 	{ "rxm", HOST, FZ_TRUNC, FZ_IGN_REMOTE,
 	  "tcp;ofi_rxm alone reports a remote write's entry without FI_RMA and "
 	  "with len 0 (hmemloop as shm: FI_RMA, the length written), a "
