@@ -36,10 +36,8 @@ enum fz_feature {
 /* What a report leaves out. */
 enum fz_ignore {
 	FZ_IGN_TX_LEN	= 1 << 0,	/* len of a transmit entry */
-	FZ_IGN_CANCEL_COMPLETION = 1 << 1, /* FI_COMPLETION of FI_ECANCELED */
-	FZ_IGN_REMOTE	= 1 << 2,	/* FI_RMA and len of a remote write's entry */
-	FZ_IGN_TRUNC_LEN = 1 << 3,	/* len of an FI_ETRUNC entry */
-	FZ_IGN_FLAGS	= 1 << 4,	/* FI_MSG beside FI_TAGGED, and
+	FZ_IGN_REMOTE	= 1 << 1,	/* FI_RMA and len of a remote write's entry */
+	FZ_IGN_FLAGS	= 1 << 2,	/* FI_MSG beside FI_TAGGED, and
 					 * FI_REMOTE_CQ_DATA of a transmit */
 };
 

@@ -92,12 +92,6 @@ static const struct {
 	  "posted afterwards that matches both takes the later one, with "
 	  "FI_ORDER_SAS (seed 6 on tcp;ofi_rxm: tinject tag 3, tsenddata "
 	  "tag 1, then trecvmsg tag 1 ignore 3)" },
-	{ "", HOST, 0, FZ_IGN_CANCEL_COMPLETION,
-	  "hmemloop bug, open: a receive posted on an endpoint bound with "
-	  "FI_SELECTIVE_COMPLETION, without FI_COMPLETION, is given to the "
-	  "provider with FI_COMPLETION (shim/recv.c, so that its end is "
-	  "seen); its FI_ECANCELED entry then carries FI_COMPLETION, which "
-	  "the provider alone leaves out" },
 };
 
 /* Whether entry i names prov: "" every provider, else names a part of

@@ -914,14 +914,10 @@ static struct ent shown(struct ent x)
 	if ((ign & FZ_IGN_TX_LEN) && !(x.flags & (FI_RECV | FI_REMOTE_READ |
 						  FI_REMOTE_WRITE)))
 		x.len = 0;
-	if ((ign & FZ_IGN_CANCEL_COMPLETION) && x.err == FI_ECANCELED)
-		x.flags &= ~FI_COMPLETION;
 	if ((ign & FZ_IGN_REMOTE) && (x.flags & FI_REMOTE_WRITE)) {
 		x.flags &= ~FI_RMA;
 		x.len = 0;
 	}
-	if ((ign & FZ_IGN_TRUNC_LEN) && x.err == FI_ETRUNC)
-		x.len = 0;
 	if ((ign & FZ_IGN_FLAGS) && (x.flags & FI_TAGGED))
 		x.flags &= ~FI_MSG;
 	if ((ign & FZ_IGN_FLAGS) && (x.flags & (FI_SEND | FI_READ | FI_WRITE)))
