@@ -36,7 +36,8 @@ enum fz_feature {
 /* What a report leaves out. */
 enum fz_ignore {
 	FZ_IGN_TX_LEN	= 1 << 0,	/* len of a transmit entry */
-	FZ_IGN_REMOTE	= 1 << 1,	/* FI_RMA and len of a remote write's entry */
+	FZ_IGN_REMOTE	= 1 << 1,	/* FI_RMA, FI_REMOTE_WRITE and len of
+					 * a remote write's entry */
 	FZ_IGN_FLAGS	= 1 << 2,	/* FI_MSG beside FI_TAGGED, and
 					 * FI_REMOTE_CQ_DATA of a transmit */
 };

@@ -37,6 +37,8 @@
 #define NTAGS		3
 #define MSG_MAX		1024	/* without FZ_TRUNC */
 #define CHUNK		512	/* of memory, one CRC each */
+#define SINK		(16 * REG)	/* a sink receive's buffer */
+#define SINK_WAIT_S	0.01	/* for a message to a sink receive */
 #define POST_S		2.0	/* retrying a post that says -FI_EAGAIN */
 #define WAIT_OWN_S	0.3	/* for an operation's own completion */
 #define QUIET_S		0.002	/* then for nothing more to come */
@@ -81,6 +83,9 @@ static const char *const names[NKINDS] = {
 			 (k) == SENDDATA || (k) == INJECTDATA || \
 			 (k) == TSENDDATA || (k) == TINJECTDATA)
 
+/* The context numbers of the sink receives: untagged, then each tag. */
+#define SINK_CTX	-3
+
 /* Addresses that name no endpoint: the peer field beyond the endpoints. */
 enum { PEER_UNSPEC = MAXEP, PEER_NOTAVAIL, PEER_UNUSED };
 
@@ -123,6 +128,9 @@ static struct {
 	uint8_t *arena[MAXDOM], *init[MAXDOM], *may[MAXDOM];
 	struct t_mr mr[MAXDOM][NREG];
 	bool mr_open[MAXDOM][NREG];
+	uint8_t *sink[MAXDOM];
+	struct t_mr sink_mr[MAXDOM];
+	struct fi_context2 sink_ctx[1 + NTAGS];	/* untagged, each tag */
 	size_t iov_limit, inject_size;
 	bool shared_ok;
 	struct op op[MAXOPS];
@@ -519,6 +527,8 @@ static void open_domain(int d, unsigned seed)
 	t_open(&w.f[d], &(struct t_opts) { .mode = FI_CONTEXT | FI_CONTEXT2,
 					   .msg_order = FI_ORDER_SAS });
 	w.arena[d] = w.device ? t_dev_alloc(ARENA) : aligned_alloc(4096, ARENA);
+	w.sink[d] = w.device ? t_dev_alloc(SINK) : aligned_alloc(4096, SINK);
+	t_reg(&w.f[d], w.sink[d], SINK, FI_RECV, d * 16 + 15, &w.sink_mr[d]);
 	w.init[d] = malloc(ARENA);
 	w.may[d] = calloc(ARENA, 1);
 	t_assert(w.arena[d] && w.init[d] && w.may[d], "out of memory");
@@ -585,11 +595,15 @@ static void close_world(void)
 		t_fi(fi_close(&w.cntr[e]->fid));
 	}
 	for (int d = 0; d < w.ndom; d++) {
+		t_fi(fi_close(&w.sink_mr[d].mr->fid));
 		t_close(&w.f[d]);
-		if (w.device)
+		if (w.device) {
 			t_dev_free(w.arena[d]);
-		else
+			t_dev_free(w.sink[d]);
+		} else {
 			free(w.arena[d]);
+			free(w.sink[d]);
+		}
 		free(w.init[d]);
 		free(w.may[d]);
 	}
@@ -605,6 +619,8 @@ static int ctx_index(const void *p)
 		return -1;
 	if (c >= w.ctx && c < w.ctx + MAXOPS)
 		return c - w.ctx;
+	if (c >= w.sink_ctx && c < w.sink_ctx + 1 + NTAGS)
+		return SINK_CTX - (c - w.sink_ctx);
 	return -2;
 }
 
@@ -914,8 +930,9 @@ static struct ent shown(struct ent x)
 	if ((ign & FZ_IGN_TX_LEN) && !(x.flags & (FI_RECV | FI_REMOTE_READ |
 						  FI_REMOTE_WRITE)))
 		x.len = 0;
-	if ((ign & FZ_IGN_REMOTE) && (x.flags & FI_REMOTE_WRITE)) {
-		x.flags &= ~FI_RMA;
+	if ((ign & FZ_IGN_REMOTE) && (x.flags & FI_REMOTE_CQ_DATA) &&
+	    !(x.flags & FI_RECV)) {
+		x.flags &= ~(FI_RMA | FI_REMOTE_WRITE);
 		x.len = 0;
 	}
 	if ((ign & FZ_IGN_FLAGS) && (x.flags & FI_TAGGED))
@@ -1009,6 +1026,36 @@ static bool all_in(void)
 	return true;
 }
 
+/* Take every message still waiting at endpoint e, untagged (tag 0) or of
+ * tag, with receives of the sink's, then cancel the last: shm (2.1)
+ * crashes closing an endpoint that holds messages no receive took
+ * (smr_discard, from util_srx_close). A tag each, without ignore bits,
+ * which shm 1.17 does not match by (fuzz_known.c). */
+static void drain(int e, int tag)
+{
+	struct iovec iov = { w.sink[w.dom[e]], SINK };
+	void *desc = w.sink_mr[w.dom[e]].desc, *ctx = &w.sink_ctx[tag];
+	struct fi_msg_tagged m = { &iov, &desc, 1, FI_ADDR_UNSPEC, tag, 0,
+				   ctx, 0 };
+	int ctxn = SINK_CTX - tag, had, n = 0;
+	ssize_t ret;
+
+	do {
+		had = entries_of(ctxn);
+		ret = tag ? fi_trecvmsg(w.ep[e].ep, &m, FI_COMPLETION) :
+			       fi_recvmsg(w.ep[e].ep, &(struct fi_msg) {
+					  &iov, &desc, 1, FI_ADDR_UNSPEC, ctx,
+					  0 }, FI_COMPLETION);
+		t_assert(!ret, "a sink receive: %zd", ret);
+		settle(ctxn, had, SINK_WAIT_S, QUIET_S);
+	} while (entries_of(ctxn) > had && ++n < MAXOPS);
+	printf("end: ep%d sink %d took %d\n", e, tag, n);
+	if (entries_of(ctxn) > had)
+		return;
+	fi_cancel(&w.ep[e].ep->fid, ctx);
+	settle(ctxn, had, WAIT_OWN_S, QUIET_S);
+}
+
 /* Cancel every receive still posted, in posting order, and wait for
  * every entry owed (a while at most), then for quiet. */
 static void finish(void)
@@ -1028,6 +1075,9 @@ static void finish(void)
 	while (!all_in() && t_now() < end)
 		poll_all();
 	settle(-2, 0, 0, QUIET_END_S);
+	for (int e = 0; e < w.nep; e++)
+		for (int tag = 0; tag <= NTAGS; tag++)
+			drain(e, tag);
 }
 
 /* ---- device invariants ------------------------------------------------ */

@@ -37,13 +37,14 @@ check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(SHELL) $(srcdir)/tests/harness
 
 # The differential fuzzer alone, FUZZ_MINUTES (default 5) in all, shared
-# among the providers, from a seed of the clock (printed).
+# among the providers tests/TESTS names for it, from a seed of the clock
+# (printed).
 FUZZ_MINUTES = 5
 fuzz: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop $(lib_LTLIBRARIES)
-	@provs=$${HMEMLOOP_TEST_PROVIDERS:-"tcp;ofi_rxm shm sockets udp;ofi_rxd efa"}; \
-	n=$$(echo "$$provs" | wc -w); s=$$(( $(FUZZ_MINUTES) * 60 / n )); \
+	@n=$$(awk '$$2 == "fuzz" { print NF - 2 }' $(srcdir)/tests/TESTS); \
+	s=$$(( $(FUZZ_MINUTES) * 60 / n )); \
 	HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) T='^fuzz$$' \
-	HMEMLOOP_TEST_PROVIDERS="$$provs" HMEMLOOP_FUZZ_SECONDS=$$s \
+	HMEMLOOP_FUZZ_SECONDS=$$s \
 	HMEMLOOP_FUZZ_SEED=$${HMEMLOOP_FUZZ_SEED:-$$(date +%s)} \
 	HMEMLOOP_TEST_TIMEOUT=$$(( s + 120 )) $(SHELL) $(srcdir)/tests/harness
 .PHONY: fuzz
