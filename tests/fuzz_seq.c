@@ -233,7 +233,7 @@ static void plan_iovs(struct op *op, const bool closed[MAXDOM][NREG])
 	if (!(w.feat & FZ_OOB) && IS_RMA(op->kind))
 		cap(op, REG);
 	/* Lengths whose sum wraps 2^64 to a few bytes (issue 15, 6). */
-	if (op->n >= 2 && may(FZ_WRAP, 12))
+	if (op->n >= 2 && may(FZ_WRAP, 12) && sum > op->iov[0].len)
 		op->iov[0].len = -(sum - op->iov[0].len) + rnd(64);
 }
 
