@@ -94,8 +94,10 @@ static struct fi_info *hints_for(const struct t_opts *o)
 	h->domain_attr->threading = o && o->threading ? o->threading :
 				    FI_THREAD_SAFE;
 	h->fabric_attr->prov_name = strdup(t_prov);
-	if (o)
+	if (o) {
 		h->tx_attr->op_flags = o->tx_op_flags;
+		h->tx_attr->msg_order = h->rx_attr->msg_order = o->msg_order;
+	}
 	return h;
 }
 
@@ -153,7 +155,8 @@ void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
 	t_fi(fi_endpoint(f->domain, f->info, &e->ep, NULL));
 	t_fi(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
 	t_fi(fi_av_open(f->domain, &av_attr, &e->av, NULL));
-	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
+	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV |
+			(o ? o->cq_flags : 0)));
 	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
 	if (o && o->cntr)
 		t_fi(fi_ep_bind(e->ep, &o->cntr->fid, o->cntr_flags));

@@ -55,6 +55,8 @@ struct t_opts {
 	enum fi_threading threading;
 	struct fid_cntr *cntr;		/* t_ep_open binds it, with: */
 	uint64_t cntr_flags;
+	uint64_t cq_flags;		/* more CQ bind flags: FI_SELECTIVE_COMPLETION */
+	uint64_t msg_order;		/* transmit and receive, default none */
 };
 
 struct t_fabric {

@@ -7,10 +7,12 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
 	tests/wait tests/stress tests/shapes tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
-	tests/threading tests/peers tests/exact
+	tests/threading tests/peers tests/exact tests/fuzz
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
+tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
+	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
 tests_wait_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
@@ -33,6 +35,19 @@ check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)
 	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
 		$(SHELL) $(srcdir)/tests/harness
+
+# The differential fuzzer alone, FUZZ_MINUTES (default 5) in all, shared
+# among the providers tests/TESTS names for it, from a seed of the clock
+# (printed).
+FUZZ_MINUTES = 5
+fuzz: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop $(lib_LTLIBRARIES)
+	@n=$$(awk '$$2 == "fuzz" { print NF - 2 }' $(srcdir)/tests/TESTS); \
+	s=$$(( $(FUZZ_MINUTES) * 60 / n )); \
+	HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) T='^fuzz$$' \
+	HMEMLOOP_FUZZ_SECONDS=$$s \
+	HMEMLOOP_FUZZ_SEED=$${HMEMLOOP_FUZZ_SEED:-$$(date +%s)} \
+	HMEMLOOP_TEST_TIMEOUT=$$(( s + 120 )) $(SHELL) $(srcdir)/tests/harness
+.PHONY: fuzz
 
 # The suite against the GPU's own driver, failing where there is none.
 check-gpu:
