@@ -217,7 +217,6 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
 /* av.c */
-struct verdict;
 struct name;
 struct local;
 
@@ -234,7 +233,6 @@ struct hml_av {
 	pthread_mutex_t lock;		/* writers; readers take none */
 	struct hml_av_cache *cache;	/* atomic */
 	struct hml_av_cache *retired;
-	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
 	struct name **names;		/* what was inserted, by fi_addr */
 	size_t naddrs;			/* at most this many in it */
@@ -244,6 +242,7 @@ struct hml_av {
 					 * processes' as of this hml_self_gen
 					 * (0: not known) */
 	struct local *locals;		/* its endpoints of this process */
+	struct hml_av *next_av;		/* selfaddr.c: all AVs */
 };
 
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
@@ -320,6 +319,7 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 /* selfaddr.c: is an address an endpoint of this process? */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
+void hml_self_forget(struct hml_ep *e);	/* it closes */
 extern unsigned int hml_self_gen;	/* bumped on every change */
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
