@@ -177,6 +177,8 @@ struct hml_cq {
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
 	size_t head, count, cap;
+	size_t size;			/* at most this many, counting: */
+	size_t reserved;		/* places taken by operations */
 	void *err_data;			/* of the last error handed out */
 
 	/* recv.c: receive queues whose posted receives complete here; while
@@ -209,7 +211,13 @@ size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
+/* Where fi_cq_attr gives no size: the default of util, efa and verbs. */
+#define HML_CQ_DEFAULT_SIZE 1024
+bool hml_cq_reserve(struct hml_cq *cq);
+void hml_cq_unreserve(struct hml_cq *cq);
+size_t hml_cq_room(struct hml_cq *cq);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
+int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e);
 void hml_cq_wake(struct hml_cq *cq);
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
