@@ -250,7 +250,7 @@ struct hml_av {
 					 * processes' as of this hml_self_gen
 					 * (0: not known) */
 	struct local *locals;		/* its endpoints of this process */
-	struct hml_av *next_av;		/* selfaddr.c: all AVs */
+	struct hml_av *next_av;		/* registry.c: all AVs */
 };
 
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
@@ -312,7 +312,7 @@ struct hml_ep {
 					 * it: the provider holds some the
 					 * shim never saw */
 
-	/* selfaddr.c */
+	/* registry.c */
 	struct hml_ep *self_next;
 	size_t namelen;
 	char name[64];
@@ -324,11 +324,17 @@ struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
 
-/* selfaddr.c: is an address an endpoint of this process? */
+/* registry.c: the endpoints of this process, and the address vectors */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
 void hml_self_forget(struct hml_ep *e);	/* it closes */
+struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
+void hml_av_list(struct hml_av *av);
+void hml_av_unlist(struct hml_av *av);
+
+/* selfaddr.c: is an address an endpoint of this process? */
+void hml_av_forget(struct hml_av *av, struct hml_ep *e);
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
 

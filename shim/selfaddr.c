@@ -1,9 +1,10 @@
 /*
- * Is an address an endpoint of this process? Every enabled connectionless
- * endpoint's name is in one registry; a destination is resolved through the
- * initiator's address vector and compared with it, byte for byte. The
- * answer is cached per (address vector, fi_addr): operations to other
- * processes then cost a few loads and no lock.
+ * Is an address an endpoint of this process? A destination is resolved
+ * through the initiator's address vector and looked up in the registry
+ * (registry.c), byte for byte. The answer is cached per (address vector,
+ * fi_addr): operations to other processes then cost a few loads and no
+ * lock. Each address vector also keeps the endpoints of this process it
+ * holds, for the source of their messages.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -12,113 +13,8 @@
 #include "hml.h"
 #include "hml_log.h"
 
-static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct hml_ep *self_head;
-unsigned int hml_self_gen = 1;
-
-/* Every wrapped AV: an endpoint that closes leaves all of them. */
-static pthread_mutex_t avs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hml_av *avs;
-
-/* An EFA address holds GID, QPN, padding, QKEY and a pointer; only the
- * first three name the endpoint (libfabric's efa_is_same_addr). */
+/* An EFA address's size. */
 #define EFA_ADDR_LEN 32
-#define EFA_NAME_LEN 24
-#define EFA_PAD_OFF 18
-#define EFA_PAD_LEN 2
-
-/* A string address without its "scheme://": shm of libfabric 2.x names an
- * endpoint "fi_shm://PID:..." but looks the same address up without the
- * scheme (smr_no_prefix). */
-static const char *no_scheme(const char *s, size_t *len)
-{
-	const char *p = memmem(s, *len, "://", 3);
-
-	if (!p)
-		return s;
-	*len -= p + 3 - s;
-	return p + 3;
-}
-
-static bool same_addr(const struct hml_ep *e, const void *addr, size_t len,
-		      uint32_t format)
-{
-	const char *name = e->name;
-	size_t namelen = e->namelen;
-
-	if (e->addr_format != format)
-		return false;
-	if (format == FI_ADDR_EFA)
-		return len >= EFA_NAME_LEN && namelen >= EFA_NAME_LEN &&
-		       !memcmp(name, addr, EFA_PAD_OFF) &&
-		       !memcmp(name + EFA_PAD_OFF + EFA_PAD_LEN,
-			       (const char *) addr + EFA_PAD_OFF + EFA_PAD_LEN,
-			       EFA_NAME_LEN - EFA_PAD_OFF - EFA_PAD_LEN);
-	if (format == FI_ADDR_STR) {
-		name = no_scheme(name, &namelen);
-		addr = no_scheme(addr, &len);
-	}
-	return len == namelen && !memcmp(name, addr, len);
-}
-
-static bool unlink_locked(struct hml_ep *e)
-{
-	for (struct hml_ep **p = &self_head; *p; p = &(*p)->self_next) {
-		if (*p == e) {
-			*p = e->self_next;
-			return true;
-		}
-	}
-	return false;
-}
-
-void hml_self_add(struct hml_ep *e)
-{
-	pthread_rwlock_wrlock(&self_lock);
-	unlink_locked(e);
-	e->self_next = self_head;
-	self_head = e;
-	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&self_lock);
-	hml_debug("endpoint %p is local (%zu-byte name)", e->ep, e->namelen);
-}
-
-void hml_self_remove(struct hml_ep *e)
-{
-	pthread_rwlock_wrlock(&self_lock);
-	if (unlink_locked(e))
-		__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&self_lock);
-}
-
-/* The child of a fork() is a new process: none of these endpoints is
- * its own, and every verdict and "all remote" mark goes stale with the
- * generation. Its only thread may have been forked while another held the
- * lock. */
-static void forked(void)
-{
-	pthread_rwlock_init(&self_lock, NULL);
-	pthread_mutex_init(&avs_lock, NULL);
-	self_head = NULL;
-	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-}
-
-__attribute__((constructor)) static void self_init(void)
-{
-	pthread_atfork(NULL, NULL, forked);
-}
-
-static struct hml_ep *self_find(const void *addr, size_t len, uint32_t format)
-{
-	struct hml_ep *e;
-
-	pthread_rwlock_rdlock(&self_lock);
-	for (e = self_head; e; e = e->self_next)
-		if (same_addr(e, addr, len, format))
-			break;
-	pthread_rwlock_unlock(&self_lock);
-	return e;
-}
 
 /*
  * The cache: an open-addressed table of fi_addr keys, each slot holding its
@@ -373,23 +269,16 @@ static void forget_in(struct hml_av_cache *c, struct hml_ep *e)
 			set(&c->slots[i], c->slots[i].addr, 0, NULL);
 }
 
-/* An endpoint closes: it leaves the registry, and no AV keeps it, as an
- * address's verdict or as a source (its memory may be the next
- * endpoint's). */
-void hml_self_forget(struct hml_ep *e)
+/* An endpoint closes: av keeps it no more, as an address's verdict or as
+ * a source. */
+void hml_av_forget(struct hml_av *av, struct hml_ep *e)
 {
-	hml_self_remove(e);
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av *av = avs; av; av = av->next_av) {
-		pthread_mutex_lock(&av->lock);
-		drop_locals(av, FI_ADDR_NOTAVAIL, e);
-		forget_in(av->cache, e);
-		for (struct hml_av_cache *c = av->retired; c;
-		     c = c->next_retired)
-			forget_in(c, e);
-		pthread_mutex_unlock(&av->lock);
-	}
-	pthread_mutex_unlock(&avs_lock);
+	pthread_mutex_lock(&av->lock);
+	drop_locals(av, FI_ADDR_NOTAVAIL, e);
+	forget_in(av->cache, e);
+	for (struct hml_av_cache *c = av->retired; c; c = c->next_retired)
+		forget_in(c, e);
+	pthread_mutex_unlock(&av->lock);
 }
 
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count)
@@ -438,7 +327,7 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 			  len);
 		return NULL;
 	}
-	ep = self_find(name, len, av->addr_format);
+	ep = hml_self_find(name, len, av->addr_format);
 	hml_debug("AV %p: fi_addr %#lx is %s", av->av, (unsigned long) addr,
 		  ep ? "an endpoint of this process" : "not this process");
 	return ep;
@@ -485,7 +374,7 @@ static void by_name(struct hml_av *av, const void *addr, size_t count)
 		       addr_size(av->addr_format);
 		if (!size)
 			return;
-		ep = self_find(p, size, av->addr_format);
+		ep = hml_self_find(p, size, av->addr_format);
 		if (!ep)
 			continue;
 		hml_rx_track(ep);
@@ -597,10 +486,7 @@ int hml_av_cache_init(struct hml_av *av)
 	av->cache = cache_new(CACHE_FIRST_SIZE);
 	if (!av->cache)
 		return -FI_ENOMEM;
-	pthread_mutex_lock(&avs_lock);
-	av->next_av = avs;
-	avs = av;
-	pthread_mutex_unlock(&avs_lock);
+	hml_av_list(av);
 	return 0;
 }
 
@@ -608,14 +494,7 @@ void hml_av_cache_fini(struct hml_av *av)
 {
 	struct hml_av_cache *c, *cn;
 
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av **p = &avs; *p; p = &(*p)->next_av) {
-		if (*p == av) {
-			*p = av->next_av;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&avs_lock);
+	hml_av_unlist(av);
 	for (c = av->retired; c; c = cn) {
 		cn = c->next_retired;
 		free(c);
