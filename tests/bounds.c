@@ -220,10 +220,14 @@ static void churn(void)
 	int ctx;
 
 	/* sockets hands out a new fi_addr for every insert: its own table
-	 * grows, and it fails after about 10^4. */
-	if (!strcmp(t_prov, "sockets")) {
-		printf("digest: churn: not measured on sockets\n");
-		t_ok("%s: sockets' address table grows by itself", what);
+	 * grows, and it fails after about 10^4. shm of libfabric 2.x (and
+	 * efa's shm) keeps a removed peer and crashes writing at the 256th
+	 * insert: on host memory, which it then moves itself, not here. */
+	if (!strcmp(t_prov, "sockets") ||
+	    (t_host && FI_MAJOR(fi_version()) >= 2 &&
+	     (!strcmp(t_prov, "shm") || !strcmp(t_prov, "efa")))) {
+		printf("digest: churn: not measured here\n");
+		t_ok("%s: %s alone cannot churn", what, t_prov);
 		return;
 	}
 	rig_open(&r, 0, 0);
