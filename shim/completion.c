@@ -27,9 +27,9 @@ size_t hml_cq_entry_size(enum fi_cq_format format)
  * The shim's entries on a CQ are at most its size: an operation of the
  * shim's takes a place for each entry it may report before anything moves,
  * and is refused with -FI_EAGAIN where there is none, so that no entry is
- * ever lost. Entries that finish what was accepted before (a receive
- * filled or cancelled, the provider's own passing through) go in without
- * one: the receives posted bound them.
+ * ever lost. Entries that end a receive already posted (filled or
+ * cancelled) go in without one: the receives posted bound them. The
+ * provider's own come in only where there is room (hml_cq_room).
  */
 bool hml_cq_reserve(struct hml_cq *cq)
 {
