@@ -2,8 +2,9 @@
  * hmemloop-bench: what hmemloop's same-process device copies cost against
  * the CUDA driver's own copy and against staging through host memory
  * (mode 1, run under the hmemloop wrapper; --cross: between two GPUs),
- * and what hmemloop costs the traffic it passes through (mode 2,
- * --passthrough). docs/bench.md says how to read the output.
+ * what hmemloop costs the traffic it passes through (mode 2,
+ * --passthrough), and device memory between two processes through a
+ * provider (--peers). docs/bench.md says how to read the output.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -141,6 +142,8 @@ static void usage(FILE *f)
 "                          [--iters N] [--max-time S] [--csv FILE] [--quick]\n"
 "  hmemloop-bench --passthrough [-p PROVIDER]... [--runs N] [--iters N]\n"
 "                 [--msg-size N] [--lib PATH] [--csv FILE] [--quick]\n"
+"  hmemloop hmemloop-bench --peers [-p PROVIDER]... [--sizes MIN:MAX]\n"
+"                 [--iters N] [--max-time S] [--csv FILE] [--quick] [--host]\n"
 "\n"
 "Mode 1 (default) times same-process copies of CUDA device memory: the\n"
 "CUDA driver's own copy (the ceiling), fi_write, fi_read and fi_send\n"
@@ -170,13 +173,22 @@ static void usage(FILE *f)
 "  --runs N             process pairs per configuration (default 5)\n"
 "  --iters N            ping-pong round trips a run (default 10000)\n"
 "  --msg-size N         message and write size (default 64)\n"
-"  --lib PATH           libhmemloop.so (default: found near this program)\n");
+"  --lib PATH           libhmemloop.so (default: found near this program)\n"
+"\n"
+"--peers times device memory between two processes on GPU 0, issue\n"
+"12328's application (FI_MR_HMEM without FI_HMEM: HMEMLOOP_HMEM=auto asks\n"
+"for FI_HMEM): fi_write, fi_read and fi_send from this process to a child,\n"
+"through each -p provider (default shm) and tcp;ofi_rxm, against\n"
+"cuMemcpyAsync between the two buffers through a CUDA IPC handle. A\n"
+"provider that cannot register CUDA memory here is reported unavailable.\n"
+"  --host               host buffers instead: the same transfers, no device\n");
 }
 
 enum {
 	OPT_SIZES = 256, OPT_ITERS, OPT_CSV, OPT_QUICK, OPT_NO_SHIM,
 	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
-	OPT_STAGING, OPT_CHILD, OPT_CROSS, OPT_HMEM,
+	OPT_STAGING, OPT_CHILD, OPT_CROSS, OPT_HMEM, OPT_PEERS,
+	OPT_PEERS_CHILD, OPT_HOST,
 };
 
 static const struct option long_opts[] = {
@@ -195,6 +207,9 @@ static const struct option long_opts[] = {
 	{ "staging-copy", required_argument, NULL, OPT_STAGING },
 	{ "hmem", no_argument, NULL, OPT_HMEM },
 	{ "pp-child", required_argument, NULL, OPT_CHILD },
+	{ "peers", no_argument, NULL, OPT_PEERS },
+	{ "peers-child", required_argument, NULL, OPT_PEERS_CHILD },
+	{ "host", no_argument, NULL, OPT_HOST },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -233,6 +248,9 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
 		break;
 	case OPT_CHILD: b_opt.child_role = arg; break;
 	case OPT_HMEM: b_opt.hmem = true; break;
+	case OPT_PEERS: b_opt.peers = true; break;
+	case OPT_PEERS_CHILD: b_opt.peers_child = arg; break;
+	case OPT_HOST: b_opt.host = true; break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(2);
 	}
@@ -250,8 +268,10 @@ int main(int argc, char **argv)
 		      argv[optind]);
 	if (b_opt.child_role)
 		return b_pass_child();
-	if (b_opt.passthrough && b_opt.cross)
-		b_die("--cross and --passthrough are different modes");
+	if (b_opt.peers_child)
+		return b_peers_child();
+	if (b_opt.passthrough + b_opt.cross + b_opt.peers > 1)
+		b_die("--cross, --passthrough and --peers are different modes");
 	if (b_opt.passthrough) {
 		if (!iters)
 			b_opt.iters = b_opt.quick ? 1000 : 10000;
@@ -261,6 +281,8 @@ int main(int argc, char **argv)
 		parse_sizes("8:4096");
 	if (b_opt.quick && !iters)
 		b_opt.iters = 20;
+	if (b_opt.peers)
+		return b_peers_main();
 	if (!b_opt.prov)
 		b_opt.prov = "shm";
 	if (b_opt.nprovs > 1)

@@ -8,6 +8,8 @@
  *   bench_run.c     mode 1 and --cross: the fork probe and the loops
  *   bench_report.c  mode 1 and --cross: text tables and CSV
  *   bench_pass.c    mode 2: pass-through cost between two processes
+ *   bench_peers*.c  --peers: device memory between two processes
+ *                   (bench_peers.h: what its files share)
  */
 #ifndef HML_BENCH_H
 #define HML_BENCH_H
@@ -44,6 +46,10 @@ struct b_opts {
 	const char *lib;
 	size_t msg_size;		/* mode 2 */
 	const char *child_role;		/* mode 2, internal */
+	bool peers;			/* --peers */
+	const char *peers_child;	/* --peers, internal: B's provider */
+	bool host;			/* --peers: host buffers */
+	bool mr_hmem;			/* FI_MR_HMEM in the hints */
 };
 
 extern struct b_opts b_opt;
@@ -88,6 +94,10 @@ struct b_cu {
 	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
 	CUresult (*stream_destroy)(CUstream stream);
 	CUresult (*stream_sync)(CUstream stream);
+	CUresult (*ipc_get)(CUipcMemHandle *h, CUdeviceptr p);
+	CUresult (*ipc_open)(CUdeviceptr *p, CUipcMemHandle h,
+			     unsigned int flags);
+	CUresult (*ipc_close)(CUdeviceptr p);
 };
 
 extern struct b_cu cu;
@@ -169,5 +179,8 @@ int b_device_main(void);
 /* bench_pass.c: mode 2 */
 int b_pass_main(char **argv);
 int b_pass_child(void);
+/* bench_peers.c: --peers */
+int b_peers_main(void);
+int b_peers_child(void);
 
 #endif

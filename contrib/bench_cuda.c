@@ -49,6 +49,9 @@ static const struct {
 	SYM("cuStreamCreate", stream_create),
 	SYM("cuStreamDestroy", stream_destroy),
 	SYM("cuStreamSynchronize", stream_sync),
+	SYM("cuIpcGetMemHandle", ipc_get),
+	SYM("cuIpcOpenMemHandle", ipc_open),
+	SYM("cuIpcCloseMemHandle", ipc_close),
 #undef SYM
 };
 

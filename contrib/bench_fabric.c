@@ -63,6 +63,9 @@ int b_fab_open(struct b_fab *f, const char *prov)
 		hints->caps |= FI_HMEM;
 		hints->domain_attr->mr_mode |= FI_MR_HMEM;
 	}
+	/* --peers: issue 12328's application, FI_MR_HMEM without FI_HMEM */
+	if (b_opt.mr_hmem)
+		hints->domain_attr->mr_mode |= FI_MR_HMEM;
 	hints->fabric_attr->prov_name = strdup(prov);
 	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
 	fi_freeinfo(hints);

@@ -172,7 +172,7 @@ struct hml_cq {
 
 	/* completion.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
-	pthread_mutex_t pump_lock;	/* cq.c: one pump at a time */
+	pthread_mutex_t pump_lock;	/* takeback.c: one pump at a time */
 	bool from;			/* the provider has readfrom */
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
@@ -181,8 +181,9 @@ struct hml_cq {
 	size_t reserved;		/* places taken by operations */
 	void *err_data;			/* of the last error handed out */
 
-	/* recv.c: receive queues whose posted receives complete here; while
-	 * there are any, reads pass the provider's entries through them */
+	/* takeback.c: receive queues whose posted receives complete here;
+	 * while there are any, reads pass the provider's entries through
+	 * them */
 	struct hml_rxq *rxqs[HML_CQ_RXQS];
 	int nrxqs;			/* atomic */
 };
@@ -218,7 +219,7 @@ void hml_cq_unreserve(struct hml_cq *cq);
 size_t hml_cq_room(struct hml_cq *cq);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
 int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e);
-void hml_cq_wake(struct hml_cq *cq);
+void hml_cq_wake(struct hml_cq *cq);	/* cqwake.c */
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
@@ -304,10 +305,10 @@ struct hml_ep {
 	uint64_t tx_cq_flags, rx_cq_flags;
 	struct hml_cntr *cntr[HML_CNTR_MAX];
 	struct hml_ep *srx;		/* shared receive context bound */
-	struct hml_ep *sharers;		/* recv.c: SRX: endpoints enabled on it */
+	struct hml_ep *sharers;		/* track.c: SRX: endpoints enabled on it */
 	struct hml_ep *share_next;
 
-	struct hml_rxq *rxq;		/* recv.c: created when tracking starts */
+	struct hml_rxq *rxq;		/* track.c: created when tracking starts */
 	bool early_rx;			/* recv.c: receives were posted before
 					 * it: the provider holds some the
 					 * shim never saw */
@@ -407,12 +408,12 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep);
 struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 
-/* msg.c and recv.c (hml_msg.h): messages to endpoints of this process */
+/* msg.c, recv.c, track.c (hml_msg.h): messages to endpoints of this
+ * process */
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 void hml_rx_track(struct hml_ep *t);
 void hml_rx_share(struct hml_ep *e);
 void hml_rxq_free(struct hml_rxq *q);
-bool hml_rx_filter(struct hml_cq *cq, struct hml_cqe *e);
 ssize_t hml_rx_cancel(fid_t fid, void *context);
 
 /* xfer.c: the buffers of one side of a same-process transfer */

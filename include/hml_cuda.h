@@ -32,8 +32,6 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m);
  */
 struct hml_copy {
 	bool pushed;			/* begin made a context current */
-	bool queued;			/* a piece is on the stream */
-	CUcontext ctx;
 	CUstream stream;
 	int err;
 };

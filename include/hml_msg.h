@@ -1,17 +1,27 @@
 /*
- * Messages between endpoints of this process: recv.c records the receives,
- * msg.c brings the messages to them, cq.c sees their completions.
+ * Messages between endpoints of this process. The send side (msg.c)
+ * brings a message to a receive the application posted; the receive side
+ * (recv.c) records those receives and maps the application's fi_cancel;
+ * the receive queue (rxq.c) holds the records and the messages staged for
+ * them; the take-back (takeback.c) gets a receive back from the provider
+ * and reads the CQs its receives complete on; track.c says which
+ * endpoints' receives are recorded. None calls back up: msg.c, recv.c and
+ * track.c call takeback.c and rxq.c, takeback.c calls rxq.c, cq.c calls
+ * takeback.c, and rxq.c calls none of them.
  *
- * What identifies a receive: its record. Every receive the shim records is
- * handed to the provider with the record's own context (hml_rx.ctx, room
- * for FI_CONTEXT and FI_CONTEXT2), never the application's, so every entry
- * the provider writes for it names the record exactly, whatever the
- * application's contexts are (shared, NULL, or a send's too) and whatever
- * the CQ's format. An entry's context is looked up by address among the
- * live records of the queues whose receives complete on that CQ; the
- * application's own contexts are never dereferenced. Each entry is given
- * back the application's context before any read returns it, and the
- * application's fi_cancel is mapped to the record's (hml_rx_cancel).
+ * What identifies a receive: its record (struct hml_rx). Every receive the
+ * shim records is handed to the provider with the record's own context
+ * (hml_rx.ctx, room for FI_CONTEXT and FI_CONTEXT2), never the
+ * application's, so every entry the provider writes for it names the
+ * record exactly, whatever the application's contexts are (shared, NULL,
+ * or a send's too) and whatever the CQ's format. An entry's context is
+ * looked up by address among the live records of the queues whose
+ * receives complete on that CQ; the application's own contexts are never
+ * dereferenced. Each entry is given back the application's context before
+ * any read returns it, and the application's fi_cancel is mapped to the
+ * record's (hml_rx_cancel): to the oldest live record with its context.
+ * A receive posted where no CQ reports it (a receive counter alone,
+ * hml_rxq_unseen) is answered by the provider's fi_cancel return alone.
  *
  * A directed untagged receive whose source is an endpoint of this process
  * is never given to the provider: only this process can fill it, and
@@ -30,11 +40,15 @@
  * then frees it. KEPT receives stay KEPT until a sender or the
  * application's cancel unlinks them. Only POSTED and KEPT receives are
  * taken by senders or by the application's cancel; POSTING ones are
- * waited for.
+ * waited for. A record is linked (in posting order and by &ctx) from
+ * POSTING until it is DONE, RECLAIMED, cancelled or taken. Where no CQ
+ * reports a queue's receives (hml_rxq_unseen), the provider's fi_cancel
+ * return decides at once: CANCELING -> RECLAIMED, or the record is
+ * dropped (completed unseen); APP_CANCELING -> dropped.
  *
- * Lock order: recv.c's share_lock, then a CQ's pump_lock, then a queue's
- * lock; a CQ's lock (its shim entries) is never taken under a queue's
- * lock. No provider call is made under a queue's lock.
+ * Lock order: track.c's share_lock, then a CQ's pump_lock (takeback.c),
+ * then a queue's lock; a CQ's lock (its shim entries) is never taken under
+ * a queue's lock. No provider call is made under a queue's lock.
  */
 #ifndef HML_MSG_H
 #define HML_MSG_H
@@ -119,26 +133,78 @@ struct hml_rxq {
 	int ncqs;
 };
 
-struct hml_rxq *hml_rxq_of(struct hml_ep *e);
+/* Where an endpoint's receives are posted: on itself, or on the shared
+ * receive context bound to it. */
+static inline struct hml_ep *hml_rx_owner(struct hml_ep *e)
+{
+	return e->base->srx ? e->base->srx : e->base;
+}
+
+static inline struct hml_rxq *hml_rxq_any(struct hml_ep *e)
+{
+	return __atomic_load_n(&hml_rx_owner(e)->rxq, __ATOMIC_ACQUIRE);
+}
+
+/* The queue of e's receives; NULL while messages to e pass through. */
+static inline struct hml_rxq *hml_rxq_of(struct hml_ep *e)
+{
+	struct hml_rxq *q = hml_rxq_any(e);
+
+	return q && !__atomic_load_n(&q->pass, __ATOMIC_RELAXED) ? q : NULL;
+}
+
+/* rxq.c: the queue */
+struct hml_rxq *hml_rxq_new(struct hml_ep *o, struct hml_ep *t);
+void hml_rxq_destroy(struct hml_rxq *q);
+bool hml_rxq_unseen(const struct hml_rxq *q);
+struct hml_rx *hml_rx_new(struct hml_rxq *q, struct fid_ep *fid,
+			  const struct fi_msg_tagged *m, uint64_t flags,
+			  int tagged);
+void hml_rx_link(struct hml_rxq *q, struct hml_rx *r);
+void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r);
+struct hml_rx *hml_rx_named(struct hml_rxq *q, const void *ctx);
 bool hml_rx_directed(const struct hml_rxq *q, const struct hml_rx *r);
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag);
-void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r);
+bool hml_rx_multi_left(const struct hml_rx *r);
 int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		   const struct hml_side *src, const struct hml_msgin *in);
+ssize_t hml_rx_prov(struct hml_ep *o, struct fid_ep *fid,
+		    const struct fi_msg_tagged *m, uint64_t flags, int tagged);
+bool hml_rx_take_waiting(struct hml_rxq *q, struct hml_rx *r);
+ssize_t hml_rx_post(struct hml_rxq *q, struct hml_rx *r);
 void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r);
-bool hml_rx_multi_left(const struct hml_rx *r);
+/* its staged messages */
 struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 			       const struct hml_msgin *in, int *err);
+void hml_rx_unstage(struct hml_unexp *u);
 bool hml_rx_room(const struct hml_rxq *q);
 bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged);
-void hml_rx_unstage(struct hml_unexp *u);
-void hml_rx_orphans(struct hml_cq *cq);
-void hml_rx_drop_target(struct hml_ep *t);
+void hml_rxq_drop(struct hml_rxq *q, struct hml_ep *t);
+
+/* takeback.c: what a sender's fi_cancel of a receive came to */
+enum hml_take {
+	HML_WON,	/* the receive is the sender's */
+	HML_LOST,	/* it completed first; the record is the sender's to free */
+	HML_REFUSED,	/* the provider would not cancel it: try the next */
+	HML_GAVE_UP,	/* no answer: the record is the filter's now */
+	HML_BUSY,	/* a multi-receive buffer the provider is filling */
+	HML_NO_CANCEL,	/* the provider cannot cancel receives */
+	HML_UNSAFE,	/* directed untagged: libfabric 2.x crashes */
+};
+
+enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
+			     struct hml_ep *t);
+void hml_rx_pump(struct hml_cq *cq);
+ssize_t hml_rx_refilter(struct hml_cq *cq, void *buf, ssize_t n,
+			fi_addr_t *src);
+bool hml_rx_watch(struct hml_cq *cq, struct hml_rxq *q);
+void hml_rx_unwatch(struct hml_cq *cq, struct hml_rxq *q);
+
+/* recv.c */
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 
-bool hml_cq_watch(struct hml_cq *cq, struct hml_rxq *q);
-void hml_cq_unwatch(struct hml_cq *cq, struct hml_rxq *q);
-void hml_cq_pump(struct hml_cq *cq);
+/* track.c */
+void hml_rx_drop_target(struct hml_ep *t);
 
 #endif

@@ -2,11 +2,11 @@
  * Completion queues. Every read path returns the shim's entries first,
  * then the provider's; while the shim has none, a read costs one load more
  * than the provider's own. A CQ where receives of tracked endpoints
- * complete (recv.c) is read through the shim: each provider entry passes
- * the receive records first, so that a receive's completion retires its
- * record and gets the application's context back (the provider knows the
- * receive by the record's), and the cancels the shim asked for never reach
- * the application.
+ * complete is read through the pump (takeback.c): each provider entry
+ * passes the receive records first, so that a receive's completion retires
+ * its record and gets the application's context back (the provider knows
+ * the receive by the record's), and the cancels the shim asked for never
+ * reach the application.
  *
  * Providers call their own CQ's ops through the fid (util's read calls
  * fi_cq_readfrom, its sread fi_cq_readfrom too), so those calls land in
@@ -16,15 +16,11 @@
  * the pump, calls the provider's readfrom, which no provider implements
  * through the fid.
  */
-#include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "hml_log.h"
 #include "hml_msg.h"
-
-#define PUMP_BATCH 16
 
 /* The CQ this thread sleeps on in the provider's sread, and whether the
  * provider read it through the shim meanwhile (util providers do). */
@@ -46,94 +42,6 @@ static bool filtering(struct hml_cq *c)
 	return __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE);
 }
 
-/* An entry in the CQ's format, as the shim keeps entries. */
-static void to_cqe(const struct hml_cq *c, const void *buf, fi_addr_t src,
-		   struct hml_cqe *e)
-{
-	const struct fi_cq_tagged_entry *t = buf;
-
-	*e = (struct hml_cqe) { .op_context = t->op_context, .src_addr = src };
-	switch (c->format) {
-	case FI_CQ_FORMAT_TAGGED:
-		e->tag = t->tag;
-		/* fall through */
-	case FI_CQ_FORMAT_DATA:
-		e->buf = t->buf;
-		e->data = t->data;
-		/* fall through */
-	case FI_CQ_FORMAT_MSG:
-		e->flags = t->flags;
-		e->len = t->len;
-		break;
-	default:
-		break;
-	}
-}
-
-/* The provider's error, with a copy of its error data: the provider's is
- * valid only until its CQ is read again. */
-static bool read_err(struct hml_cq *c, struct hml_cqe *e)
-{
-	char data[256];
-	/* Room for the entry of any API version: the provider fills what
-	 * the application's has. */
-	struct hml_cq_err buf = {
-		.err_data = data, .err_data_size = sizeof(data),
-		.src_addr = FI_ADDR_NOTAVAIL,
-	};
-
-	if (c->prov->readerr(c->cq, (struct fi_cq_err_entry *) &buf, 0) != 1)
-		return false;
-	*e = (struct hml_cqe) {
-		.op_context = buf.op_context, .flags = buf.flags,
-		.len = buf.len, .buf = buf.buf, .data = buf.data,
-		.tag = buf.tag, .olen = buf.olen, .err = buf.err,
-		.prov_errno = buf.prov_errno, .src_addr = buf.src_addr,
-	};
-	if (buf.err_data && buf.err_data_size &&
-	    (e->err_data = malloc(buf.err_data_size))) {
-		memcpy(e->err_data, buf.err_data, buf.err_data_size);
-		e->err_data_size = buf.err_data_size;
-	}
-	return true;
-}
-
-/* Move what the provider has completed into the shim's queue, past the
- * receive records. Under pump_lock, so that entries keep their order. */
-void hml_cq_pump(struct hml_cq *c)
-{
-	char buf[PUMP_BATCH * sizeof(struct fi_cq_tagged_entry)];
-	fi_addr_t src[PUMP_BATCH];
-	struct hml_cqe e;
-	size_t max;
-	ssize_t n;
-
-	pthread_mutex_lock(&c->pump_lock);
-	/* No more than the CQ's size waits in the shim. */
-	max = hml_cq_room(c) < PUMP_BATCH ? hml_cq_room(c) : PUMP_BATCH;
-	n = !max ? -FI_EAGAIN :
-	    c->from ? c->prov->readfrom(c->cq, buf, max, src) :
-		      c->prov->read(c->cq, buf, max);
-	if (n == -FI_ENOSYS && c->from) {
-		c->from = false;
-		n = c->prov->read(c->cq, buf, max);
-	}
-	for (ssize_t i = 0; i < n; i++) {
-		to_cqe(c, buf + i * c->entry_size, c->from ? src[i] :
-		       FI_ADDR_NOTAVAIL, &e);
-		if (hml_rx_filter(c, &e))
-			hml_cq_push(c, &e);
-	}
-	if (n == -FI_EAVAIL && read_err(c, &e)) {
-		if (hml_rx_filter(c, &e))
-			hml_cq_push(c, &e);
-		else
-			free(e.err_data);
-	}
-	pthread_mutex_unlock(&c->pump_lock);
-	hml_rx_orphans(c);
-}
-
 /*
  * The shim's entries, then the provider's for the rest of buf: reading
  * drives a manual-progress provider whenever the shim leaves room. An
@@ -151,7 +59,7 @@ static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
 {
 	ssize_t n;
 
-	hml_cq_pump(c);
+	hml_rx_pump(c);
 	n = hml_cq_take(c, buf, count, src);
 	return n ? n : -FI_EAGAIN;
 }
@@ -180,7 +88,7 @@ static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
 	nested_pump = true;
 	if (!filtering(c))
 		return prov_read(c, buf, count, src, from);
-	hml_cq_pump(c);
+	hml_rx_pump(c);
 	if (pending(c))
 		c->prov->signal(c->cq);
 	return -FI_EAGAIN;
@@ -193,7 +101,7 @@ static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
 static bool probe(struct hml_cq *c)
 {
 	if (filtering(c))
-		hml_cq_pump(c);
+		hml_rx_pump(c);
 	return pending(c);
 }
 
@@ -251,7 +159,7 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 		return 1;
 	if (!filtering(c))
 		return c->prov->readerr(cq, buf, flags);
-	hml_cq_pump(c);
+	hml_rx_pump(c);
 	return hml_cq_take_err(c, err) ? 1 : -FI_EAGAIN;
 }
 
@@ -263,32 +171,6 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
  * read wrappers answer there; other providers' sread hands back entries
  * that did not pass the receive records yet, and they pass here.
  */
-/* Entries the provider's sread returned directly: the records see them,
- * give them the application's contexts, and swallowed ones are squeezed
- * out. */
-static ssize_t refilter(struct hml_cq *c, void *buf, ssize_t n, fi_addr_t *src)
-{
-	ssize_t kept = 0;
-	struct hml_cqe e;
-
-	for (ssize_t i = 0; i < n; i++) {
-		char *entry = (char *) buf + i * c->entry_size;
-
-		to_cqe(c, entry, src ? src[i] : FI_ADDR_NOTAVAIL, &e);
-		if (!hml_rx_filter(c, &e))
-			continue;
-		/* The application's context: every format starts with it. */
-		((struct fi_cq_entry *) entry)->op_context = e.op_context;
-		memmove((char *) buf + kept * c->entry_size, entry,
-			c->entry_size);
-		if (src)
-			src[kept] = src[i];
-		kept++;
-	}
-	hml_rx_orphans(c);
-	return kept;
-}
-
 /* FI_CQ_COND_THRESHOLD: the shim's entries count toward the threshold
  * (called with fewer than it). */
 static const void *less_cond(const struct hml_cq *c, const void *cond,
@@ -320,7 +202,7 @@ static ssize_t prov_sread(struct hml_cq *c, void *buf, size_t count,
 		   c->prov->sread(c->cq, buf, count, cond, timeout);
 	in_sread = NULL;
 	if (m > 0 && filtering(c) && !nested_pump)
-		m = refilter(c, buf, m, src);
+		m = hml_rx_refilter(c, buf, m, src);
 	return m;
 }
 
@@ -346,7 +228,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
 	if (filtering(c))
-		hml_cq_pump(c);
+		hml_rx_pump(c);
 	if (pending(c))
 		n = hml_cq_take(c, buf, count, src);
 	if (n < 0 || (size_t) n == count || enough(c, cond, n))
@@ -366,7 +248,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 		 * shim swallows. Then sleep again, for what is left. */
 		if (m != -FI_EAVAIL || !filtering(c))
 			break;
-		hml_cq_pump(c);
+		hml_rx_pump(c);
 		if (pending(c) || (timeout >= 0 &&
 				   (timeout -= since(start)) <= 0))
 			break;
@@ -409,21 +291,6 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 	return sread(c, buf, count, src, true, cond, timeout);
 }
 
-/* A shim entry was queued: wake whoever may sleep on the CQ, through the
- * provider's wait object; a CQ without one is never signalled. */
-void hml_cq_wake(struct hml_cq *c)
-{
-	if (c->wait_obj == FI_WAIT_NONE)
-		return;
-	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST)) {
-		c->prov->signal(c->cq);
-	} else if (__atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
-		   c->wait_obj == FI_WAIT_SET) {
-		__atomic_store_n(&c->stray, true, __ATOMIC_RELEASE);
-		c->prov->signal(c->cq);
-	}
-}
-
 /* The application will wait on the CQ's own wait object (an fd to epoll):
  * from now on every shim entry signals it. */
 static int hml_cq_control(struct fid *fid, int command, void *arg)
@@ -444,62 +311,13 @@ bool hml_cq_busy(struct fid *fid)
 	return h && pending(hml_container_of(h, struct hml_cq, h));
 }
 
-/* From now on the receives of q complete here: read through the shim. Each
- * side lists the other. False when either list is full. */
-bool hml_cq_watch(struct hml_cq *c, struct hml_rxq *q)
-{
-	bool ok = true;
-	int i;
-
-	pthread_mutex_lock(&c->pump_lock);
-	pthread_mutex_lock(&q->lock);
-	for (i = 0; i < c->nrxqs && c->rxqs[i] != q; i++)
-		;
-	if (i < c->nrxqs)
-		goto out;
-	if (c->nrxqs == HML_CQ_RXQS || q->ncqs == HML_CQ_RXQS) {
-		ok = false;
-		goto out;
-	}
-	q->cqs[q->ncqs++] = c;
-	c->rxqs[c->nrxqs] = q;
-	__atomic_store_n(&c->nrxqs, c->nrxqs + 1, __ATOMIC_RELEASE);
-out:
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&c->pump_lock);
-	return ok;
-}
-
-/* One of the two is closing: neither lists the other any more. */
-void hml_cq_unwatch(struct hml_cq *c, struct hml_rxq *q)
-{
-	pthread_mutex_lock(&c->pump_lock);
-	pthread_mutex_lock(&q->lock);
-	for (int i = 0; i < c->nrxqs; i++) {
-		if (c->rxqs[i] == q) {
-			c->rxqs[i] = c->rxqs[c->nrxqs - 1];
-			__atomic_store_n(&c->nrxqs, c->nrxqs - 1,
-					 __ATOMIC_RELEASE);
-			break;
-		}
-	}
-	for (int i = 0; i < q->ncqs; i++) {
-		if (q->cqs[i] == c) {
-			q->cqs[i] = q->cqs[--q->ncqs];
-			break;
-		}
-	}
-	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&c->pump_lock);
-}
-
 static void release(struct hml_fid *h)
 {
 	struct hml_cq *cq = hml_container_of(h, struct hml_cq, h);
 
 	/* A shared receive context outlives the CQs of its endpoints. */
 	while (cq->nrxqs)
-		hml_cq_unwatch(cq, cq->rxqs[0]);
+		hml_rx_unwatch(cq, cq->rxqs[0]);
 	/* fi_cq(3): completions left in a closed CQ are lost. */
 	while (cq->count) {
 		free(cq->ring[cq->head].err_data);

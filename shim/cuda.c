@@ -26,6 +26,7 @@ static struct {
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*ctx_get_current)(CUcontext *ctx);
+	CUresult (*ctx_get_id)(CUcontext ctx, unsigned long long *id);
 	CUresult (*ctx_push)(CUcontext ctx);
 	CUresult (*ctx_pop)(CUcontext *ctx);
 	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
@@ -49,6 +50,7 @@ static const struct {
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
 	SYM("cuDevicePrimaryCtxRelease", primary_release),
 	SYM("cuCtxGetCurrent", ctx_get_current),
+	SYM("cuCtxGetId", ctx_get_id),
 	SYM("cuCtxPushCurrent", ctx_push),
 	SYM("cuCtxPopCurrent", ctx_pop),
 	SYM("cuStreamCreate", stream_create),
@@ -166,11 +168,17 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
  * Each thread copies on streams of its own, one per context, which never
  * wait for the application's work (CU_STREAM_NON_BLOCKING) nor for other
  * threads' copies. They are destroyed when the thread exits.
+ *
+ * A stream is known by its context's ID, not its handle: a reset of the
+ * device destroys the primary context's streams but keeps its handle, and
+ * the driver crashes on a stream it destroyed (an H200, driver 580). The
+ * context, retained again, has a new ID.
  */
 #define STREAMS 8
 
 struct streams {
 	CUcontext ctx[STREAMS];
+	unsigned long long id[STREAMS];	/* 0: a free slot */
 	CUstream stream[STREAMS];
 };
 
@@ -181,9 +189,11 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void destroy_streams(void *arg)
 {
 	struct streams *s = arg;
+	unsigned long long id;
 
-	for (int i = 0; i < STREAMS; i++)
-		if (s->stream[i])
+	/* Only the streams of contexts that are what they were. */
+	for (int i = 0; i < STREAMS && s->id[i]; i++)
+		if (!cu.ctx_get_id(s->ctx[i], &id) && id == s->id[i])
 			cu.stream_destroy(s->stream[i]);
 }
 
@@ -192,22 +202,28 @@ static void make_key(void)
 	pthread_key_create(&streams_key, destroy_streams);
 }
 
-static CUresult stream_for(CUcontext ctx, CUstream *stream)
+/* This thread's stream in the current context ctx, whose ID is id. */
+static CUresult stream_for(CUcontext ctx, unsigned long long id,
+			   CUstream *stream)
 {
 	struct streams *s = &streams;
 	CUresult r;
 	int i;
 
-	for (i = 0; i < STREAMS && s->stream[i]; i++)
-		if (s->ctx[i] == ctx) {
+	for (i = 0; i < STREAMS && s->id[i]; i++)
+		if (s->id[i] == id) {
 			*stream = s->stream[i];
 			return CUDA_SUCCESS;
 		}
 	if (i == STREAMS) {
-		/* More contexts than slots: reuse the last slot. */
+		/* More contexts than slots: the oldest goes. Its stream may be
+		 * of a context destroyed since, which must not be touched: it
+		 * is left to the driver, which freed it with its context. */
+		memmove(&s->ctx[0], &s->ctx[1], sizeof(s->ctx[0]) * (STREAMS - 1));
+		memmove(&s->id[0], &s->id[1], sizeof(s->id[0]) * (STREAMS - 1));
+		memmove(&s->stream[0], &s->stream[1],
+			sizeof(s->stream[0]) * (STREAMS - 1));
 		i = STREAMS - 1;
-		cu.stream_destroy(s->stream[i]);
-		s->stream[i] = NULL;
 	}
 	r = cu.stream_create(stream, CU_STREAM_NON_BLOCKING);
 	if (r)
@@ -215,27 +231,9 @@ static CUresult stream_for(CUcontext ctx, CUstream *stream)
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(streams_key, s);
 	s->ctx[i] = ctx;
+	s->id[i] = id;
 	s->stream[i] = *stream;
 	return CUDA_SUCCESS;
-}
-
-/* A stream destroyed with its context by a reset of the device: the next
- * copy on it makes a new one. */
-static void forget_stream(CUstream stream)
-{
-	struct streams *s = &streams;
-	int i, n;
-
-	for (n = 0; n < STREAMS && s->stream[n]; n++)
-		;
-	for (i = 0; i < n && s->stream[i] != stream; i++)
-		;
-	if (i == n)
-		return;
-	s->ctx[i] = s->ctx[n - 1];
-	s->stream[i] = s->stream[n - 1];
-	s->ctx[n - 1] = NULL;
-	s->stream[n - 1] = NULL;
 }
 
 /* What the driver answers for a handle that a reset of the device
@@ -298,32 +296,6 @@ __attribute__((constructor)) static void cuda_init(void)
 	pthread_atfork(NULL, NULL, forked);
 }
 
-/* Make a context of where's device current, unless one is: *pushed says
- * whether leave() must pop it, so the caller's is as it was. */
-static int enter(const struct hml_mem *where, CUcontext *ctx, bool *pushed)
-{
-	CUcontext cur = NULL;
-	CUresult r;
-
-	*ctx = where->ctx;
-	*pushed = false;
-	if (!*ctx && (r = primary(where->dev, ctx)))
-		return failed("cuDevicePrimaryCtxRetain", r);
-	r = cu.ctx_get_current(&cur);
-	if (r)
-		return failed("cuCtxGetCurrent", r);
-	if (cur == *ctx)
-		return 0;
-	r = cu.ctx_push(*ctx);
-	if (r && !where->ctx && destroyed(r) &&
-	    !(r = reprimary(where->dev, *ctx, ctx)))
-		r = cu.ctx_push(*ctx);
-	if (r)
-		return failed("cuCtxPushCurrent", r);
-	*pushed = true;
-	return 0;
-}
-
 static void leave(bool pushed)
 {
 	CUcontext popped;
@@ -333,15 +305,64 @@ static void leave(bool pushed)
 		failed("cuCtxPopCurrent", r);
 }
 
+static CUresult make_current(CUcontext ctx, bool *pushed)
+{
+	CUcontext cur = NULL;
+	CUresult r;
+
+	*pushed = false;
+	r = cu.ctx_get_current(&cur);
+	if (r || cur == ctx)
+		return r;
+	r = cu.ctx_push(ctx);
+	*pushed = !r;
+	return r;
+}
+
+/*
+ * Make a context of where's device current, unless one is, and tell its
+ * ID: *pushed says whether leave() must pop it, so the caller's is as it
+ * was. The primary context kept for VMM memory may have been reset since:
+ * its handle still pushes, but the driver takes it back to life only when
+ * it is retained again.
+ */
+static int enter(const struct hml_mem *where, CUcontext *ctx, bool *pushed,
+		 unsigned long long *id)
+{
+	CUresult r;
+
+	*ctx = where->ctx;
+	*pushed = false;
+	if (!*ctx && (r = primary(where->dev, ctx)))
+		return failed("cuDevicePrimaryCtxRetain", r);
+	r = make_current(*ctx, pushed);
+	if (r)
+		return failed("cuCtxPushCurrent", r);
+	r = cu.ctx_get_id(NULL, id);
+	if (r && destroyed(r) && !where->ctx) {
+		leave(*pushed);
+		r = reprimary(where->dev, *ctx, ctx);
+		if (!r && !(r = make_current(*ctx, pushed)))
+			r = cu.ctx_get_id(NULL, id);
+	}
+	if (r) {
+		leave(*pushed);
+		*pushed = false;
+		return failed("cuCtxGetId", r);
+	}
+	return 0;
+}
+
 int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr)
 {
+	unsigned long long id;
 	CUdeviceptr p = 0;
 	CUcontext ctx;
 	bool pushed;
 	CUresult r;
 	int err;
 
-	err = enter(where, &ctx, &pushed);
+	err = enter(where, &ctx, &pushed, &id);
 	if (!err && (r = cu.mem_alloc(&p, n)))
 		err = failed("cuMemAlloc", r);
 	leave(pushed);
@@ -351,11 +372,12 @@ int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr)
 
 void hml_cuda_free(const struct hml_mem *where, void *ptr)
 {
+	unsigned long long id;
 	CUcontext ctx;
 	bool pushed;
 	CUresult r;
 
-	if (!enter(where, &ctx, &pushed) &&
+	if (!enter(where, &ctx, &pushed, &id) &&
 	    (r = cu.mem_free((CUdeviceptr) (uintptr_t) ptr)))
 		failed("cuMemFree", r);
 	leave(pushed);
@@ -363,53 +385,33 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr)
 
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 {
-	CUstream stream;
+	unsigned long long id;
 	CUcontext ctx;
 	CUresult r;
 
 	/* No stream: nothing for end to wait for. */
 	c->stream = NULL;
-	c->queued = false;
-	c->err = enter(where, &ctx, &c->pushed);
+	c->err = enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
-	r = stream_for(ctx, &stream);
-	if (r)
+	r = stream_for(ctx, id, &c->stream);
+	if (r) {
+		c->stream = NULL;
 		return c->err = failed("cuStreamCreate", r);
-	c->ctx = ctx;
-	c->stream = stream;
+	}
 	return 0;
-}
-
-static CUresult piece(struct hml_copy *c, void *dst, const void *src,
-		      size_t n)
-{
-	return cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
-			       (CUdeviceptr) (uintptr_t) src, n, c->stream);
 }
 
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 {
-	CUstream stream;
 	CUresult r;
 
 	if (c->err)
 		return;
-	r = piece(c, dst, src, n);
-	/* A stream of a context reset since: a new one, while nothing is
-	 * queued on the old. */
-	if (r && destroyed(r) && !c->queued) {
-		forget_stream(c->stream);
-		c->stream = NULL;
-		r = stream_for(c->ctx, &stream);
-		if (!r) {
-			c->stream = stream;
-			r = piece(c, dst, src, n);
-		}
-	}
+	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
+			    (CUdeviceptr) (uintptr_t) src, n, c->stream);
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
-	c->queued |= !r;
 }
 
 int hml_copy_end(struct hml_copy *c)

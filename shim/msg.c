@@ -1,32 +1,16 @@
 /*
- * Messages: a send to an endpoint of this process that is in an address
- * vector of this process goes to the first matching receive the shim has
- * recorded (recv.c), taken back from the provider with fi_cancel, or waits
- * staged until one is posted. Host memory on both sides, when a receive is
- * there to take it, is left to the provider.
+ * The send side: a send to an endpoint of this process that is in an
+ * address vector of this process goes to the first matching receive the
+ * shim has recorded (rxq.c), taken back from the provider (takeback.c), or
+ * waits staged until one is posted. Host memory on both sides, when a
+ * receive is there to take it, is left to the provider.
  */
 #include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "hml_config.h"
 #include "hml_log.h"
 #include "hml_msg.h"
-
-/* How long a sender waits for the provider to answer a cancel; for a
- * receive of a shared receive context, after which silence is consent. */
-#define RECLAIM_SECONDS 5
-#define SRX_SECONDS 0.05
-
-enum reclaim {
-	WON,		/* the receive is the sender's */
-	LOST,		/* it completed first; the record is the sender's to free */
-	REFUSED,	/* the provider would not cancel it: try the next */
-	GAVE_UP,	/* no answer: the record is the filter's now */
-	BUSY,		/* a multi-receive buffer the provider is filling */
-	NO_CANCEL,	/* the provider cannot cancel receives */
-	UNSAFE,		/* directed untagged: libfabric 2.x crashes (recv.c) */
-};
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -36,14 +20,6 @@ static struct hml_ep *msg_ep(struct fid_ep *ep)
 static struct hml_ep *tagged_ep(struct fid_ep *ep)
 {
 	return hml_container_of(ep->tagged, struct hml_ep, tagged.ops);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* The oldest posted receive that takes the message; *busy if one that
@@ -73,108 +49,6 @@ static bool rx_device(struct hml_ep *t, const struct hml_rx *r)
 	/* Cannot tell: treat it as device memory, which is always safe. */
 	return hml_side_local(&dst, t->base->domain, r->iov, r->desc,
 			      r->count) || dst.device;
-}
-
-static void pump_all(struct hml_rxq *q)
-{
-	struct hml_cq *cqs[HML_CQ_RXQS];
-	int n;
-
-	pthread_mutex_lock(&q->lock);
-	n = q->ncqs;
-	for (int i = 0; i < n; i++)
-		cqs[i] = q->cqs[i];
-	pthread_mutex_unlock(&q->lock);
-	for (int i = 0; i < n; i++) {
-		hml_cq_pump(cqs[i]);
-		hml_rx_orphans(cqs[i]);
-	}
-}
-
-/* sockets counts a cancelled receive as an error on the receive counter:
- * the application did not cancel anything, so take it back. */
-static void uncount(struct hml_cntr *c, uint64_t before)
-{
-	uint64_t after;
-
-	/* Counters add modulo 2^64: adding the difference's complement
-	 * takes it away. */
-	if (c && (after = fi_cntr_readerr(c->cntr)) > before)
-		fi_cntr_adderr(c->cntr, before - after);
-}
-
-/*
- * Take a receive back from the provider. util providers' fi_cancel returns
- * 0 whether or not it found the receive, so the answer is in the CQ: the
- * cancel's FI_ECANCELED error (the receive is ours), or the receive's own
- * completion (a message from elsewhere got there first). A receive on a
- * shared receive context has no CQ of its own, and sockets removes it
- * without a word: no answer then means it is ours.
- */
-static enum reclaim reclaim(struct hml_rxq *q, struct hml_rx *r,
-			    struct hml_ep *t)
-{
-	bool srx = q->owner->h.fid->fclass == FI_CLASS_SRX_CTX;
-	double deadline = now() + (srx ? SRX_SECONDS : RECLAIM_SECONDS);
-	struct hml_cntr *rc = t->base->cntr[HML_CNTR_RECV];
-	uint64_t errs = rc ? fi_cntr_readerr(rc->cntr) : 0;
-	ssize_t ret;
-	int state;
-
-	/* Only one given to the provider before its source was an endpoint
-	 * of this process in the address vector. */
-	if (!r->tagged && hml_rx_directed(q, r)) {
-		pthread_mutex_lock(&q->lock);
-		state = r->state;
-		if (state != HML_RX_DONE)
-			r->state = HML_RX_POSTED;
-		pthread_mutex_unlock(&q->lock);
-		return state == HML_RX_DONE ? LOST : UNSAFE;
-	}
-	/* The provider's own: the application's fi_cancel is wrapped. */
-	ret = q->owner->prov_ops->cancel(&r->fid->fid, &r->ctx);
-
-	if (ret) {
-		pthread_mutex_lock(&q->lock);
-		/* Refused because the provider has just completed it. */
-		if (r->state == HML_RX_DONE) {
-			pthread_mutex_unlock(&q->lock);
-			return LOST;
-		}
-		r->state = HML_RX_POSTED;
-		if (ret == -FI_ENOSYS)
-			q->no_cancel = true;
-		else if (!r->in_use)
-			r->unclaimable = true;
-		pthread_mutex_unlock(&q->lock);
-		return ret == -FI_ENOSYS ? NO_CANCEL : r->in_use ? BUSY : REFUSED;
-	}
-	for (;;) {
-		pthread_mutex_lock(&q->lock);
-		state = r->state;
-		if (state == HML_RX_CANCELING && now() > deadline) {
-			if (srx) {
-				hml_rx_unlink(q, r);
-				state = r->state = HML_RX_RECLAIMED;
-			} else {
-				r->abandoned = true;
-			}
-		}
-		pthread_mutex_unlock(&q->lock);
-		if (state == HML_RX_RECLAIMED) {
-			uncount(rc, errs);
-			return WON;
-		}
-		if (state != HML_RX_CANCELING)
-			return LOST;
-		if (r->abandoned) {
-			hml_warn("the provider did not answer a cancel in %d s: "
-				 "a same-process message waits for the next "
-				 "receive", RECLAIM_SECONDS);
-			return GAVE_UP;
-		}
-		pump_all(q);
-	}
 }
 
 /* Copy the message into a receive the sender holds; a multi-receive buffer
@@ -358,31 +232,31 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			r->state = HML_RX_CANCELING;
 		pthread_mutex_unlock(&q->lock);
 
-		switch (busy ? BUSY : reclaim(q, r, t)) {
-		case WON:
+		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
+		case HML_WON:
 			err = deliver(q, r, t, u ? &u->side : &src, &in);
 			goto done;
-		case LOST:
+		case HML_LOST:
 			free(r);
 			break;
-		case REFUSED:
-		case GAVE_UP:
+		case HML_REFUSED:
+		case HML_GAVE_UP:
 			break;
-		case BUSY:
+		case HML_BUSY:
 			hml_warn_once("a multi-receive buffer the provider has "
 				      "begun to fill cannot be taken back: the "
 				      "same-process send completes with "
 				      "FI_EOPNOTSUPP");
 			err = -FI_EOPNOTSUPP;
 			goto done;
-		case UNSAFE:
+		case HML_UNSAFE:
 			hml_warn_once("a directed untagged receive posted before "
 				      "its source was in the address vector "
 				      "cannot be taken back: the same-process "
 				      "send completes with FI_EOPNOTSUPP");
 			err = -FI_EOPNOTSUPP;
 			goto done;
-		case NO_CANCEL:
+		case HML_NO_CANCEL:
 			hml_warn_once("this provider cannot cancel receives: "
 				      "same-process messages pass through");
 			if (!u)

@@ -72,12 +72,11 @@ void t_init(int argc, char **argv, const char *opts)
 
 	snprintf(all, sizeof(all), "p:%s", opts ? opts : "");
 	while ((c = getopt(argc, argv, all)) != -1) {
+		/* The program's own options may come first: read them all. */
 		if (c == 'p')
 			t_prov = optarg;
 		else if (c == '?')
 			t_fail("usage: %s [-p PROVIDER]", argv[0]);
-		else
-			break;
 	}
 	optind = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);

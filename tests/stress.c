@@ -16,6 +16,9 @@
  * completion's context is counted: 0 before, 1 after, never 2. A watchdog
  * fails the run, naming what is outstanding, when nothing retires for
  * STALL_S seconds.
+ *
+ * HMEMLOOP_STRESS_HOST set keeps every buffer in host memory: the same
+ * run is then right without hmemloop, the provider alone as the oracle.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -115,6 +118,7 @@ static struct {
 	CUcontext cu;
 	struct worker w[NTHREADS];
 	unsigned long kinds[NKINDS], bytes;
+	bool host;			/* HMEMLOOP_STRESS_HOST: no device */
 } s;
 
 static uint64_t mix(uint64_t x)
@@ -140,8 +144,8 @@ static void plan(struct op *op, uint32_t id)
 	op->kind = op->kind < 5 ? WRITE : op->kind < 9 ? READ :
 		   op->kind < 15 ? TAGGED : CANCEL;
 	op->shared = op->kind == TAGGED && (r >> 15 & 1);
-	op->ldev = r >> 12 & 1;
-	op->rdev = r >> 13 & 1;
+	op->ldev = !s.host && (r >> 12 & 1);
+	op->rdev = !s.host && (r >> 13 & 1);
 	op->send_first = (r >> 14 & 3) == 0;
 	op->to = r >> 16 & (NEPS - 1);
 	op->thread = id % NTHREADS;
@@ -650,6 +654,7 @@ int main(int argc, char **argv)
 	t_init(argc, argv, NULL);
 	s.nops = n ? strtoul(n, NULL, 0) : DEFAULT_OPS;
 	t_assert(s.nops > 0, "HMEMLOOP_STRESS_OPS=%s", n);
+	s.host = getenv("HMEMLOOP_STRESS_HOST");
 	t_cuda_init();
 	t_cu(cuCtxGetCurrent(&s.cu));
 	setup();

@@ -100,6 +100,7 @@ struct CUctx_st {
 	int dev;
 	unsigned flags;
 	uint64_t gen;		/* bumped when it dies: its streams go stale */
+	unsigned long long id;	/* cuCtxGetId: new each time it comes to life */
 	struct CUstream_st legacy;
 	struct CUstream_st *streams;
 	struct CUctx_st **peers;
@@ -137,6 +138,7 @@ enum region_kind {
 	R_PINNED,	/* cuMemAllocHost, cuMemHostAlloc */
 	R_REGISTERED,	/* cuMemHostRegister */
 	R_VMM,		/* cuMemMap */
+	R_IPC,		/* cuIpcOpenMemHandle: another process's cuMemAlloc */
 };
 
 struct vmm_handle {
@@ -166,6 +168,8 @@ struct region {
 	int dev;
 	struct CUctx_st *ctx;	/* owner; NULL for VMM mappings */
 	struct vmm_handle *h;
+	struct ipc_map *ipc;	/* R_IPC: whose memory, how often opened */
+	char *alias;		/* R_IPC: where the double reaches its bytes */
 	struct resv *resv;
 	uint64_t id;		/* CU_POINTER_ATTRIBUTE_BUFFER_ID */
 	unsigned flags;		/* host alloc or register flags */
@@ -208,6 +212,7 @@ struct dbl {
 	struct CUstream_st *busy;
 	uint64_t seq;
 	uint64_t ids;
+	unsigned long long ctx_ids;
 	bool trace;
 	uint64_t fail_copy, fail_sync;
 	bool fail_copy_on, fail_sync_on;	/* "N+": N and later */
@@ -267,6 +272,9 @@ void region_flush(struct region *r, bool sync_only);
 
 /* double_vmm.c */
 struct resv *resv_find(uintptr_t addr);
+
+/* double_ipc.c */
+void ipc_unmap(struct region *r);
 
 /* double_proc.c */
 const char *error_name(CUresult r);

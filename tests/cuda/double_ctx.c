@@ -73,6 +73,7 @@ static CUresult ctx_start(struct CUctx_st *c)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	d->used += CTX_COST;
 	c->dead = false;
+	c->id = ++dbl.ctx_ids;
 	return CUDA_SUCCESS;
 }
 
@@ -279,8 +280,12 @@ static CUresult ctx_push(struct CUctx_st *c)
 
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
+	/* A primary context that a reset made inactive is still a handle the
+	 * driver takes (seen on an H200, driver 580): the calls made in it
+	 * then fail with CONTEXT_IS_DESTROYED, until it is retained again. */
 	lock();
-	live = ctx_live(c);
+	live = ctx_live(c) ||
+	       (c && c->magic == CTX_MAGIC && c->primary);
 	unlock();
 	if (!live)
 		return CUDA_ERROR_INVALID_CONTEXT;
@@ -357,6 +362,34 @@ API CUresult cuCtxGetDevice(CUdevice *device)
 API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
 	return traced(__func__, ctx_device(device, ctx));
+}
+
+/* A context's ID, which a reset primary context no longer has: its handle
+ * is still known, so CONTEXT_IS_DESTROYED (as on an H200). */
+static CUresult ctx_id(struct CUctx_st *c, unsigned long long *id)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	lock();
+	if (!c)
+		r = ctx_current(&c);
+	else if (c->magic != CTX_MAGIC)
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	else if (c->dead)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	if (!r)
+		*id = c->id;
+	unlock();
+	return r;
+}
+
+API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+	return traced(__func__, ctx_id(ctx, ctxId));
 }
 
 static CUresult ctx_synchronize(struct CUctx_st *c)

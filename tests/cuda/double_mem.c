@@ -92,13 +92,14 @@ void region_del(struct region *r)
 
 bool on_device(const struct region *r)
 {
-	return r->kind == R_DEVICE || r->kind == R_MANAGED || r->kind == R_VMM;
+	return r->kind == R_DEVICE || r->kind == R_MANAGED || r->kind == R_VMM ||
+	       r->kind == R_IPC;
 }
 
 /* Let queued work that uses @r finish first. */
 void region_flush(struct region *r, bool sync_only)
 {
-	if (on_device(r))
+	if (on_device(r) && !r->alias)
 		flush_keys(KEY_DEV | r->phys, KEY_DEV | (r->phys + r->span),
 			   sync_only);
 	else
@@ -178,6 +179,9 @@ static void region_free(struct region *r)
 		break;
 	case R_PINNED:
 		munmap((void *)r->va, r->span);
+		break;
+	case R_IPC:
+		ipc_unmap(r);
 		break;
 	default:
 		break;
@@ -621,6 +625,7 @@ CUresult mem_range(uintptr_t addr, size_t len, bool write, enum mem *kind,
 		*kind = MEM_DEVICE;
 		return vmm_covered(region_index(addr), addr, addr + len, write);
 	case R_DEVICE:
+	case R_IPC:
 		*kind = MEM_DEVICE;
 		break;
 	case R_MANAGED:
@@ -655,7 +660,12 @@ size_t mem_piece(uintptr_t addr, size_t len, char **p, uint64_t *key)
 	off = addr - r->va;
 	if (len > r->size - off)
 		len = r->size - off;
-	if (on_device(r)) {
+	if (r->alias) {
+		/* another process's memory: its own mapping, keyed by
+		 * address as no memfd offset of ours names it */
+		*p = r->alias + off;
+		*key = addr;
+	} else if (on_device(r)) {
 		*p = dbl.alias + r->phys + off;
 		*key = KEY_DEV | (r->phys + off);
 	} else {

@@ -13,6 +13,7 @@
  */
 #include "double.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,10 +26,21 @@ void stream_init(struct CUstream_st *s, struct CUctx_st *c, unsigned flags)
 	s->flags = flags;
 }
 
+/*
+ * A stream that the end of its context (a reset, cuCtxDestroy) destroyed
+ * is freed by the driver, and a call that names it follows freed memory:
+ * on an H200, cuStreamQuery crashed. Abort, as loudly.
+ */
 static bool stream_live(struct CUstream_st *s)
 {
-	return s->magic == STREAM_MAGIC && !s->dead && !s->ctx->dead &&
-	       s->gen == s->ctx->gen;
+	if (s->magic != STREAM_MAGIC || s->dead)
+		return false;
+	if (s->ctx->dead || s->gen != s->ctx->gen) {
+		fprintf(stderr, "cuda double: a stream used after its context "
+			"was reset or destroyed: the driver crashes here\n");
+		abort();
+	}
+	return true;
 }
 
 static bool blocking(struct CUstream_st *s)

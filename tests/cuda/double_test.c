@@ -885,6 +885,33 @@ static void *syncer(void *arg)
 	return NULL;
 }
 
+/* A reset keeps the primary context's handle and its references: the
+ * handle still pushes, and calls in it fail until it is retained again
+ * (as on an H200). */
+static void test_reset(void)
+{
+	unsigned long long id, id2;
+	CUdeviceptr p;
+	CUcontext c;
+
+	must(cuCtxGetId(p1, &id), "cuCtxGetId");
+	must(cuDevicePrimaryCtxReset(1), "cuDevicePrimaryCtxReset(1)");
+	is(cuCtxGetId(p1, &id2), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	   "a reset primary context has no ID");
+	is(cuCtxPushCurrent(p1), CUDA_SUCCESS,
+	   "a reset primary context still pushes");
+	is(cuMemAlloc(&p, 64), CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	   "calls in it fail");
+	must(cuDevicePrimaryCtxRetain(&c, 1), "retain after the reset");
+	report(c == p1, "the retain gives the same handle");
+	must(cuCtxGetId(p1, &id2), "cuCtxGetId after the retain");
+	report(id2 != id, "and a new ID");
+	is(cuMemAlloc(&p, 64), CUDA_SUCCESS, "calls in it work again");
+	cuMemFree(p);
+	cuCtxPopCurrent(NULL);
+	cuDevicePrimaryCtxRelease(1);
+}
+
 static void test_concurrency(void)
 {
 	struct worker w[4];
@@ -1017,6 +1044,42 @@ static int child_fail_sync(void)
 	return 0;
 }
 
+/*
+ * CUDA IPC: the handle test_ipc() exported, in DOUBLE_TEST_IPC as hex,
+ * opened in this other process: the same bytes, both ways.
+ */
+static int child_ipc(void)
+{
+	const char *hex = getenv("DOUBLE_TEST_IPC");
+	unsigned char h[sizeof(CUipcMemHandle)], buf[LEN];
+	CUipcMemHandle handle;
+	CUdeviceptr d, d2;
+	CUcontext ctx;
+	size_t i;
+
+	for (i = 0; hex && i < sizeof(h); i++)
+		sscanf(hex + 2 * i, "%2hhx", &h[i]);
+	memcpy(&handle, h, sizeof(handle));
+	must(cuInit(0), "cuInit");
+	must(cuDevicePrimaryCtxRetain(&ctx, 0), "cuDevicePrimaryCtxRetain");
+	must(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	is(cuIpcOpenMemHandle(&d, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+	   CUDA_SUCCESS, "another process opens the handle");
+	is(cuIpcOpenMemHandle(&d2, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+	   CUDA_SUCCESS, "and again");
+	report(d2 == d, "at the same address");
+	must(cuMemcpyDtoH(buf, d, LEN), "cuMemcpyDtoH");
+	report(all(buf, LEN, 0x3c), "it reads the exporter's bytes");
+	report(host_touch_faults((void *)d, false), "the host cannot touch them");
+	memset(buf, 0x4d, LEN);
+	must(cuMemcpyHtoD(d, buf, LEN), "cuMemcpyHtoD");
+	must(cuCtxSynchronize(), "cuCtxSynchronize");
+	is(cuIpcCloseMemHandle(d), CUDA_SUCCESS, "close");
+	is(cuIpcCloseMemHandle(d), CUDA_SUCCESS, "close the second opening");
+	is(cuIpcCloseMemHandle(d), CUDA_ERROR_INVALID_VALUE, "a third close");
+	return failures ? 1 : 0;
+}
+
 static const struct child {
 	const char *name;
 	const char *env[2];
@@ -1029,6 +1092,8 @@ static const struct child {
 	{ "fail-copy-on", { "CUDA_DOUBLE_FAIL_COPY=2+" }, child_fail_copy_on },
 	{ "fail-sync", { "CUDA_DOUBLE_FAIL_SYNC=2" }, child_fail_sync },
 };
+
+static const struct child ipc_child = { "ipc", { NULL }, child_ipc };
 
 static void clean_env(void)
 {
@@ -1060,6 +1125,32 @@ static void run_child(const struct child *c)
 	       "process with %s", c->env[0] ? c->env[0] : "default environment");
 }
 
+static void test_ipc(void)
+{
+	unsigned char h[sizeof(CUipcMemHandle)];
+	char hex[2 * sizeof(h) + 1];
+	CUipcMemHandle handle;
+	CUdeviceptr d, o;
+	size_t i;
+
+	must(cuCtxSetCurrent(p0), "cuCtxSetCurrent");
+	must(cuMemAlloc(&d, LEN), "cuMemAlloc");
+	is(cuIpcGetMemHandle(&handle, d + 64), CUDA_ERROR_INVALID_VALUE,
+	   "IPC: a handle only for the base of an allocation");
+	must(cuIpcGetMemHandle(&handle, d), "cuIpcGetMemHandle");
+	is(cuIpcOpenMemHandle(&o, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+	   CUDA_ERROR_INVALID_CONTEXT, "the exporter cannot open its own handle");
+	fill(d, 0x3c, LEN);
+	memcpy(h, &handle, sizeof(h));
+	for (i = 0; i < sizeof(h); i++)
+		sprintf(hex + 2 * i, "%02x", h[i]);
+	setenv("DOUBLE_TEST_IPC", hex, 1);
+	run_child(&ipc_child);
+	unsetenv("DOUBLE_TEST_IPC");
+	report(peek(d) == 0x4d, "the exporter sees what the other process wrote");
+	must(cuMemFree(d), "cuMemFree");
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
@@ -1068,6 +1159,8 @@ int main(int argc, char **argv)
 		for (i = 0; i < sizeof(children) / sizeof(children[0]); i++)
 			if (!strcmp(argv[2], children[i].name))
 				children[i].fn();
+		if (!strcmp(argv[2], ipc_child.name))
+			ipc_child.fn();
 		return failures ? 1 : 0;
 	}
 
@@ -1100,6 +1193,8 @@ int main(int argc, char **argv)
 	test_proc();
 	test_errors();
 	test_concurrency();
+	test_ipc();
+	test_reset();
 	for (i = 0; i < sizeof(children) / sizeof(children[0]); i++)
 		run_child(&children[i]);
 

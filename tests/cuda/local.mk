@@ -10,6 +10,7 @@ tests_cuda_libcuda_la_SOURCES = \
 	tests/cuda/double_attr.c \
 	tests/cuda/double_copy.c \
 	tests/cuda/double_ctx.c \
+	tests/cuda/double_ipc.c \
 	tests/cuda/double_mem.c \
 	tests/cuda/double_proc.c \
 	tests/cuda/double_stream.c \

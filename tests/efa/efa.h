@@ -188,7 +188,10 @@ int efa_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 extern struct fi_ops_mr efa_mr_ops;
 
 /* EFA_DOUBLE_CUDA=1: act as on a libfabric whose CUDA support started
- * (device registrations accepted, logged at FI_LOG_LEVEL=info). */
+ * (device registrations accepted, logged at FI_LOG_LEVEL=info);
+ * EFA_DOUBLE_CUDA=refuse: started, but the device cannot register device
+ * memory (device registrations fail -FI_EFAULT). */
 bool efa_cuda_started(void);
+bool efa_cuda_refuses(void);
 
 #endif

@@ -70,6 +70,13 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			     fi_tostr(&attr->iface, FI_TYPE_HMEM_IFACE));
 		a.iface = FI_HMEM_SYSTEM;
 		memset(&a.device, 0, sizeof(a.device));
+	} else if (a.iface != FI_HMEM_SYSTEM && efa_cuda_refuses()) {
+		/* As EFA's ibv_reg_mr where the kernel cannot pin device
+		 * pages for the NIC (no peer-memory or dmabuf support). */
+		FI_INFO(&efa_prov, FI_LOG_MR, "efa double: registration of "
+			"%p as %s refused\n", a.mr_iov[0].iov_base,
+			fi_tostr(&a.iface, FI_TYPE_HMEM_IFACE));
+		return -FI_EFAULT;
 	} else if (a.iface != FI_HMEM_SYSTEM && efa_cuda_started()) {
 		/* shm here cannot take it: it gets host memory, and the
 		 * log says what a libfabric with CUDA would have had. */

@@ -138,7 +138,14 @@ bool efa_cuda_started(void)
 {
 	const char *s = getenv("EFA_DOUBLE_CUDA");
 
-	return s && !strcmp(s, "1");
+	return s && (!strcmp(s, "1") || !strcmp(s, "refuse"));
+}
+
+bool efa_cuda_refuses(void)
+{
+	const char *s = getenv("EFA_DOUBLE_CUDA");
+
+	return s && !strcmp(s, "refuse");
 }
 
 /* ---- fi_getinfo ---- */

@@ -1,0 +1,21 @@
+/*
+ * Waking a thread asleep on a CQ in the provider's sread (cq.c counts the
+ * sleepers) when a shim entry is queued (completion.c). Its own file, so
+ * that queueing an entry calls nothing that reads the CQ.
+ */
+#include "hml.h"
+
+/* A shim entry was queued: wake whoever may sleep on the CQ, through the
+ * provider's wait object; a CQ without one is never signalled. */
+void hml_cq_wake(struct hml_cq *c)
+{
+	if (c->wait_obj == FI_WAIT_NONE)
+		return;
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST)) {
+		c->prov->signal(c->cq);
+	} else if (__atomic_load_n(&c->exported, __ATOMIC_RELAXED) ||
+		   c->wait_obj == FI_WAIT_SET) {
+		__atomic_store_n(&c->stray, true, __ATOMIC_RELEASE);
+		c->prov->signal(c->cq);
+	}
+}
