@@ -286,7 +286,7 @@ static void bounded(void)
 
 	/* The oracle has no bound to compare with: udp;ofi_rxd alone takes
 	 * 20 000 sends, and then does not complete them all. */
-	if (host && !strcmp(t_prov, "udp;ofi_rxd")) {
+	if (t_host && !strcmp(t_prov, "udp;ofi_rxd")) {
 		printf("digest: bounded: not compared, %s alone does not push "
 		       "back\n", t_prov);
 		free(ctx);
@@ -606,7 +606,7 @@ static void kept(void)
 		printf("digest: kept: not legal here (FI_CONTEXT mode)\n");
 		return;
 	}
-	if (host && FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
+	if (t_host && FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
 	    strcmp(t_prov, "udp;ofi_rxd")) {
 		printf("digest: kept: not compared, %s alone crashes\n",
 		       t_prov);
