@@ -177,6 +177,8 @@ struct hml_cq {
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
 	size_t head, count, cap;
+	size_t size;			/* at most this many, counting: */
+	size_t reserved;		/* places taken by operations */
 	void *err_data;			/* of the last error handed out */
 
 	/* takeback.c: receive queues whose posted receives complete here;
@@ -210,7 +212,13 @@ size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
 size_t hml_cq_entry_size(enum fi_cq_format format);
+/* Where fi_cq_attr gives no size: the default of util, efa and verbs. */
+#define HML_CQ_DEFAULT_SIZE 1024
+bool hml_cq_reserve(struct hml_cq *cq);
+void hml_cq_unreserve(struct hml_cq *cq);
+size_t hml_cq_room(struct hml_cq *cq);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
+int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e);
 void hml_cq_wake(struct hml_cq *cq);	/* cqwake.c */
 bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
@@ -218,7 +226,6 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
 /* av.c */
-struct verdict;
 struct name;
 struct local;
 
@@ -235,7 +242,6 @@ struct hml_av {
 	pthread_mutex_t lock;		/* writers; readers take none */
 	struct hml_av_cache *cache;	/* atomic */
 	struct hml_av_cache *retired;
-	struct verdict *verdicts;
 	unsigned int gen;		/* atomic: bumped on insert, remove */
 	struct name **names;		/* what was inserted, by fi_addr */
 	size_t naddrs;			/* at most this many in it */
@@ -245,6 +251,7 @@ struct hml_av {
 					 * processes' as of this hml_self_gen
 					 * (0: not known) */
 	struct local *locals;		/* its endpoints of this process */
+	struct hml_av *next_av;		/* registry.c: all AVs */
 };
 
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
@@ -306,7 +313,7 @@ struct hml_ep {
 					 * it: the provider holds some the
 					 * shim never saw */
 
-	/* selfaddr.c */
+	/* registry.c */
 	struct hml_ep *self_next;
 	size_t namelen;
 	char name[64];
@@ -318,10 +325,17 @@ struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
 
-/* selfaddr.c: is an address an endpoint of this process? */
+/* registry.c: the endpoints of this process, and the address vectors */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
+void hml_self_forget(struct hml_ep *e);	/* it closes */
+struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
+void hml_av_list(struct hml_av *av);
+void hml_av_unlist(struct hml_av *av);
+
+/* selfaddr.c: is an address an endpoint of this process? */
+void hml_av_forget(struct hml_av *av, struct hml_ep *e);
 
 struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
 

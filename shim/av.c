@@ -84,12 +84,15 @@ void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
 {
 	struct hml_av *a = calloc(1, sizeof(*a));
 
+	if (a)
+		pthread_mutex_init(&a->lock, NULL);
 	if (!a || hml_av_cache_init(a)) {
+		if (a)
+			pthread_mutex_destroy(&a->lock);
 		free(a);
 		hml_warn("out of memory: address vector %p passes through", av);
 		return;
 	}
-	pthread_mutex_init(&a->lock, NULL);
 	a->av = av;
 	a->domain = d;
 	a->addr_format = d->addr_format;

@@ -23,12 +23,54 @@ size_t hml_cq_entry_size(enum fi_cq_format format)
 	       entry_sizes[format] : 0;
 }
 
-int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e)
+/*
+ * The shim's entries on a CQ are at most its size: an operation of the
+ * shim's takes a place for each entry it may report before anything moves,
+ * and is refused with -FI_EAGAIN where there is none, so that no entry is
+ * ever lost. Entries that end a receive already posted (filled or
+ * cancelled) go in without one: the receives posted bound them. The
+ * provider's own come in only where there is room (hml_cq_room).
+ */
+bool hml_cq_reserve(struct hml_cq *cq)
+{
+	bool ok;
+
+	if (!cq)
+		return true;
+	pthread_mutex_lock(&cq->lock);
+	ok = cq->count + cq->reserved < cq->size;
+	cq->reserved += ok;
+	pthread_mutex_unlock(&cq->lock);
+	if (!ok)
+		hml_debug("CQ %p holds %zu entries: a same-process operation "
+			  "gets -FI_EAGAIN", cq->cq, cq->size);
+	return ok;
+}
+
+void hml_cq_unreserve(struct hml_cq *cq)
+{
+	if (!cq)
+		return;
+	pthread_mutex_lock(&cq->lock);
+	cq->reserved--;
+	pthread_mutex_unlock(&cq->lock);
+}
+
+/* Room for entries that take no place: what the pump may bring. */
+size_t hml_cq_room(struct hml_cq *cq)
+{
+	size_t n = __atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE);
+
+	return n < cq->size ? cq->size - n : 0;
+}
+
+static int push(struct hml_cq *cq, const struct hml_cqe *e, bool reserved)
 {
 	struct hml_cqe *ring;
 	size_t cap;
 
 	pthread_mutex_lock(&cq->lock);
+	cq->reserved -= reserved;
 	if (cq->count == cq->cap) {
 		cap = cq->cap ? 2 * cq->cap : 64;
 		ring = malloc(cap * sizeof(*ring));
@@ -51,6 +93,17 @@ int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e)
 	pthread_mutex_unlock(&cq->lock);
 	hml_cq_wake(cq);
 	return 0;
+}
+
+int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e)
+{
+	return push(cq, e, false);
+}
+
+/* An entry in the place hml_cq_reserve took. */
+int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e)
+{
+	return push(cq, e, true);
 }
 
 static void pop_locked(struct hml_cq *cq)
@@ -182,10 +235,11 @@ bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf)
 }
 
 /*
- * The initiator's completion: an entry unless the operation asked for none
- * (an inject, or no FI_COMPLETION on an endpoint bound with
- * FI_SELECTIVE_COMPLETION); errors always. Counters count both, unless
- * the provider counted the operation (HML_CNTR_NONE).
+ * The initiator's completion, in the place taken on its transmit CQ: an
+ * entry unless the operation asked for none (an inject, or no
+ * FI_COMPLETION on an endpoint bound with FI_SELECTIVE_COMPLETION); errors
+ * always. Counters count both, unless the provider counted the operation
+ * (HML_CNTR_NONE).
  */
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr)
@@ -196,7 +250,9 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		 (flags & FI_COMPLETION)));
 
 	if (report && b->tx_cq)
-		hml_cq_push(b->tx_cq, c);
+		hml_cq_push_reserved(b->tx_cq, c);
+	else
+		hml_cq_unreserve(b->tx_cq);
 	if (cntr != HML_CNTR_NONE)
 		hml_cntr_bump(b->cntr[cntr], c->len, c->err);
 }

@@ -353,6 +353,7 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 	c->domain = d;
 	c->format = attr->format;
 	c->entry_size = hml_cq_entry_size(attr->format);
+	c->size = attr->size ? attr->size : HML_CQ_DEFAULT_SIZE;
 	c->wait_obj = attr->wait_obj;
 	c->wait_cond = attr->wait_cond;
 	c->from = true;

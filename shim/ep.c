@@ -270,7 +270,7 @@ static void release(struct hml_fid *h)
 {
 	struct hml_ep *e = hml_container_of(h, struct hml_ep, h);
 
-	hml_self_remove(e);
+	hml_self_forget(e);
 	hml_rx_drop_target(e);
 	if (e->sep && e->sep->rx_ctx && e->index >= 0 &&
 	    e->sep->rx_ctx[e->index] == e)

@@ -286,12 +286,28 @@ pushed_back:
 	return ret;
 }
 
+/* A place on the sender's CQ first (completion.c): local_send reports
+ * there exactly when it returns 0. */
+static ssize_t room_send(struct hml_ep *e, struct hml_ep *t,
+			 const struct fi_msg_tagged *m, uint64_t flags,
+			 int tagged, bool inject)
+{
+	ssize_t ret;
+
+	if (!hml_cq_reserve(e->base->tx_cq))
+		return -FI_EAGAIN;
+	ret = local_send(e, t, m, flags, tagged, inject);
+	if (ret)
+		hml_cq_unreserve(e->base->tx_cq);
+	return ret;
+}
+
 /* Each call: resolve the destination (a few loads for another process),
  * and only for this process put the call in fi_msg_tagged form. */
 #define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
 		   tagged, inject) ({					\
 	struct hml_ep *t_ = hml_target(e, dest);			\
-	t_ ? local_send(e, t_, &(struct fi_msg_tagged) {		\
+	t_ ? room_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
 		tagged, inject) : HML_PASS; })
 
@@ -390,7 +406,7 @@ static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
 	struct hml_ep *e = tagged_ep(ep), *t = hml_target(e, msg->addr);
-	ssize_t ret = t ? local_send(e, t, msg, flags, HML_TAGGED, false) :
+	ssize_t ret = t ? room_send(e, t, msg, flags, HML_TAGGED, false) :
 			  HML_PASS;
 
 	return ret != HML_PASS ? ret : e->prov_tagged->sendmsg(ep, msg, flags);

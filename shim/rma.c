@@ -61,8 +61,15 @@ static void complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
 			.src_addr = FI_ADDR_NOTAVAIL,
 		};
 
-		hml_cq_push(b->rx_cq, &c);
+		hml_cq_push_reserved(b->rx_cq, &c);
 	}
+}
+
+/* The target's CQ, where the operation reports remote CQ data. */
+static struct hml_cq *data_cq(struct hml_ep *t, uint64_t flags, int kind)
+{
+	return kind != READ && (flags & FI_REMOTE_CQ_DATA) ? t->base->rx_cq :
+							     NULL;
 }
 
 /* HML_PASS when the provider should do it; otherwise 0, with the
@@ -101,6 +108,16 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	}
 	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine)))
 		goto out;
+	/* A place for each entry it may report, or nothing moves. */
+	if (!hml_cq_reserve(e->base->tx_cq)) {
+		ret = -FI_EAGAIN;
+		goto out;
+	}
+	if (!hml_cq_reserve(data_cq(t, flags, kind))) {
+		hml_cq_unreserve(e->base->tx_cq);
+		ret = -FI_EAGAIN;
+		goto out;
+	}
 
 	c.err = err ? -err : -terr;
 	if (!c.err && mine.len != theirs.len)
@@ -110,6 +127,7 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 				       -hml_move(&theirs, &mine, mine.len);
 	if (c.err) {
 		bad_input(c.err, msg, kind);
+		hml_cq_unreserve(data_cq(t, flags, kind));
 	} else {
 		c.len = mine.len;
 		complete_target(t, msg, flags, mrs, c.len, kind);

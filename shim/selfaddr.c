@@ -1,9 +1,10 @@
 /*
- * Is an address an endpoint of this process? Every enabled connectionless
- * endpoint's name is in one registry; a destination is resolved through the
- * initiator's address vector and compared with it, byte for byte. The
- * answer is cached per (address vector, fi_addr): operations to other
- * processes then cost a few loads and no lock.
+ * Is an address an endpoint of this process? A destination is resolved
+ * through the initiator's address vector and looked up in the registry
+ * (registry.c), byte for byte. The answer is cached per (address vector,
+ * fi_addr): operations to other processes then cost a few loads and no
+ * lock. Each address vector also keeps the endpoints of this process it
+ * holds, for the source of their messages.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -12,124 +13,25 @@
 #include "hml.h"
 #include "hml_log.h"
 
-static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct hml_ep *self_head;
-unsigned int hml_self_gen = 1;
-
-/* An EFA address holds GID, QPN, padding, QKEY and a pointer; only the
- * first three name the endpoint (libfabric's efa_is_same_addr). */
+/* An EFA address's size. */
 #define EFA_ADDR_LEN 32
-#define EFA_NAME_LEN 24
-#define EFA_PAD_OFF 18
-#define EFA_PAD_LEN 2
-
-/* A string address without its "scheme://": shm of libfabric 2.x names an
- * endpoint "fi_shm://PID:..." but looks the same address up without the
- * scheme (smr_no_prefix). */
-static const char *no_scheme(const char *s, size_t *len)
-{
-	const char *p = memmem(s, *len, "://", 3);
-
-	if (!p)
-		return s;
-	*len -= p + 3 - s;
-	return p + 3;
-}
-
-static bool same_addr(const struct hml_ep *e, const void *addr, size_t len,
-		      uint32_t format)
-{
-	const char *name = e->name;
-	size_t namelen = e->namelen;
-
-	if (e->addr_format != format)
-		return false;
-	if (format == FI_ADDR_EFA)
-		return len >= EFA_NAME_LEN && namelen >= EFA_NAME_LEN &&
-		       !memcmp(name, addr, EFA_PAD_OFF) &&
-		       !memcmp(name + EFA_PAD_OFF + EFA_PAD_LEN,
-			       (const char *) addr + EFA_PAD_OFF + EFA_PAD_LEN,
-			       EFA_NAME_LEN - EFA_PAD_OFF - EFA_PAD_LEN);
-	if (format == FI_ADDR_STR) {
-		name = no_scheme(name, &namelen);
-		addr = no_scheme(addr, &len);
-	}
-	return len == namelen && !memcmp(name, addr, len);
-}
-
-static bool unlink_locked(struct hml_ep *e)
-{
-	for (struct hml_ep **p = &self_head; *p; p = &(*p)->self_next) {
-		if (*p == e) {
-			*p = e->self_next;
-			return true;
-		}
-	}
-	return false;
-}
-
-void hml_self_add(struct hml_ep *e)
-{
-	pthread_rwlock_wrlock(&self_lock);
-	unlink_locked(e);
-	e->self_next = self_head;
-	self_head = e;
-	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&self_lock);
-	hml_debug("endpoint %p is local (%zu-byte name)", e->ep, e->namelen);
-}
-
-void hml_self_remove(struct hml_ep *e)
-{
-	pthread_rwlock_wrlock(&self_lock);
-	if (unlink_locked(e))
-		__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-	pthread_rwlock_unlock(&self_lock);
-}
-
-/* The child of a fork() is a new process: none of these endpoints is
- * its own, and every verdict and "all remote" mark goes stale with the
- * generation. Its only thread may have been forked while another held the
- * lock. */
-static void forked(void)
-{
-	pthread_rwlock_init(&self_lock, NULL);
-	self_head = NULL;
-	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
-}
-
-__attribute__((constructor)) static void self_init(void)
-{
-	pthread_atfork(NULL, NULL, forked);
-}
-
-static struct hml_ep *self_find(const void *addr, size_t len, uint32_t format)
-{
-	struct hml_ep *e;
-
-	pthread_rwlock_rdlock(&self_lock);
-	for (e = self_head; e; e = e->self_next)
-		if (same_addr(e, addr, len, format))
-			break;
-	pthread_rwlock_unlock(&self_lock);
-	return e;
-}
 
 /*
- * The cache: an open-addressed table of fi_addr keys, each pointing at an
- * immutable verdict. Writers (under the AV's lock) publish new verdicts and,
- * to grow, new tables; what they replace is kept until the AV closes, so a
- * reader never needs a lock.
+ * The cache: an open-addressed table of fi_addr keys, each slot holding its
+ * verdict in place. Writers (under the AV's lock) change a slot inside a
+ * sequence count that readers check, so a reader never needs a lock, and
+ * any doubt (a slot being written, a key not found) sends it to the slow
+ * path. A verdict is good while its stamp is the current one; a full table
+ * of stale ones is emptied in place, and only one of current ones grows
+ * (the table it replaces is kept until the AV closes, for readers that may
+ * still be in it): churn (inserts, removes, endpoints opened and closed)
+ * reuses what is there.
  */
-struct verdict {
-	unsigned int stamp;		/* see stamp() */
-	struct hml_ep *ep;		/* NULL: not this process */
-	struct verdict *next;		/* all of an AV's, to free at close */
-};
-
 struct slot {
-	fi_addr_t addr;
-	struct verdict *verdict;
+	unsigned int seq;		/* odd while a writer changes it */
+	unsigned int stamp;		/* see stamp() */
+	fi_addr_t addr;			/* FI_ADDR_NOTAVAIL: empty */
+	struct hml_ep *ep;		/* NULL: not this process */
 };
 
 struct hml_av_cache {
@@ -147,15 +49,51 @@ static size_t hash(fi_addr_t addr)
 	return addr ^ (addr >> 29);
 }
 
+/* Called with av->lock held: the slot of addr, or the empty one where it
+ * would go. */
 static struct slot *find(struct hml_av_cache *c, fi_addr_t addr)
 {
 	for (size_t i = hash(addr);; i++) {
 		struct slot *s = &c->slots[i & c->mask];
-		fi_addr_t a = __atomic_load_n(&s->addr, __ATOMIC_ACQUIRE);
 
-		if (a == addr || a == FI_ADDR_NOTAVAIL)
+		if (s->addr == addr || s->addr == FI_ADDR_NOTAVAIL)
 			return s;
 	}
+}
+
+static void set(struct slot *s, fi_addr_t addr, unsigned int stamp,
+		struct hml_ep *ep)
+{
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&s->addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->stamp, stamp, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ep, ep, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->seq, s->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Without a lock: true and *ep if addr's slot holds a verdict of stamp
+ * now, read whole. */
+static bool lookup(struct hml_av_cache *c, fi_addr_t addr, unsigned int now,
+		   struct hml_ep **ep)
+{
+	for (size_t i = hash(addr), n = 0; n <= c->mask; i++, n++) {
+		struct slot *s = &c->slots[i & c->mask];
+		unsigned int seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+		fi_addr_t a = __atomic_load_n(&s->addr, __ATOMIC_RELAXED);
+		unsigned int stamp;
+
+		if (a == FI_ADDR_NOTAVAIL)
+			return false;
+		if (a != addr)
+			continue;
+		stamp = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
+		*ep = __atomic_load_n(&s->ep, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		return !(seq & 1) && stamp == now &&
+		       __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq;
+	}
+	return false;
 }
 
 static struct hml_av_cache *cache_new(size_t n)
@@ -168,38 +106,64 @@ static struct hml_av_cache *cache_new(size_t n)
 	c->used = 0;
 	c->next_retired = NULL;
 	for (size_t i = 0; i < n; i++)
-		c->slots[i] = (struct slot) { FI_ADDR_NOTAVAIL, NULL };
+		c->slots[i] = (struct slot) { .addr = FI_ADDR_NOTAVAIL };
 	return c;
 }
 
-/* Called with av->lock held: a slot for addr, growing the table to keep it
- * at most half full. */
-static struct slot *claim(struct hml_av *av, fi_addr_t addr)
+/* Called with av->lock held: the table, half full, made room in. Its
+ * current verdicts are kept, in a table twice the size where they are
+ * more than a quarter of it; otherwise every slot is emptied in place
+ * (the few current ones are learned again). */
+static struct hml_av_cache *make_room(struct hml_av *av, unsigned int now)
 {
 	struct hml_av_cache *c = av->cache, *n;
+	size_t current = 0;
+
+	for (size_t i = 0; i <= c->mask; i++)
+		current += c->slots[i].addr != FI_ADDR_NOTAVAIL &&
+			   c->slots[i].stamp == now;
+	if (4 * current <= c->mask + 1) {
+		for (size_t i = 0; i <= c->mask; i++)
+			if (c->slots[i].addr != FI_ADDR_NOTAVAIL)
+				set(&c->slots[i], FI_ADDR_NOTAVAIL, 0, NULL);
+		c->used = 0;
+		return c;
+	}
+	n = cache_new(2 * (c->mask + 1));
+	if (!n)
+		return NULL;
+	for (size_t i = 0; i <= c->mask; i++) {
+		struct slot *s = &c->slots[i];
+
+		if (s->addr == FI_ADDR_NOTAVAIL || s->stamp != now)
+			continue;
+		*find(n, s->addr) = (struct slot) {
+			.stamp = now, .addr = s->addr, .ep = s->ep,
+		};
+		n->used++;
+	}
+	c->next_retired = av->retired;
+	av->retired = c;
+	__atomic_store_n(&av->cache, n, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* Called with av->lock held: the verdict on addr, kept. */
+static void keep(struct hml_av *av, fi_addr_t addr, unsigned int stamp,
+		 struct hml_ep *ep)
+{
+	struct hml_av_cache *c = av->cache;
 	struct slot *s = find(c, addr);
 
-	if (s->addr == addr)
-		return s;
-	if (2 * (c->used + 1) > c->mask + 1) {
-		n = cache_new(2 * (c->mask + 1));
-		if (!n)
-			return NULL;
-		for (size_t i = 0; i <= c->mask; i++) {
-			if (c->slots[i].addr == FI_ADDR_NOTAVAIL)
-				continue;
-			*find(n, c->slots[i].addr) = c->slots[i];
-			n->used++;
+	if (s->addr == FI_ADDR_NOTAVAIL) {
+		if (2 * (c->used + 1) > c->mask + 1) {
+			if (!(c = make_room(av, stamp)))
+				return;
+			s = find(c, addr);
 		}
-		c->next_retired = av->retired;
-		av->retired = c;
-		__atomic_store_n(&av->cache, n, __ATOMIC_RELEASE);
-		c = n;
-		s = find(c, addr);
+		c->used += s->addr == FI_ADDR_NOTAVAIL;
 	}
-	c->used++;
-	__atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
-	return s;
+	set(s, addr, stamp, ep);
 }
 
 /*
@@ -284,20 +248,46 @@ fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep)
 	return addr;
 }
 
+/* Called with av->lock held: the endpoints it holds at addr, or e. */
+static void drop_locals(struct hml_av *av, fi_addr_t addr, struct hml_ep *e)
+{
+	for (struct local **p = &av->locals, *l; (l = *p);) {
+		if (l->addr == addr || l->ep == e) {
+			*p = l->next;
+			free(l);
+		} else {
+			p = &l->next;
+		}
+	}
+}
+
+/* Called with av->lock held: nothing in c names e any more. */
+static void forget_in(struct hml_av_cache *c, struct hml_ep *e)
+{
+	for (size_t i = 0; i <= c->mask; i++)
+		if (c->slots[i].ep == e)
+			set(&c->slots[i], c->slots[i].addr, 0, NULL);
+}
+
+/* An endpoint closes: av keeps it no more, as an address's verdict or as
+ * a source. */
+void hml_av_forget(struct hml_av *av, struct hml_ep *e)
+{
+	pthread_mutex_lock(&av->lock);
+	drop_locals(av, FI_ADDR_NOTAVAIL, e);
+	forget_in(av->cache, e);
+	for (struct hml_av_cache *c = av->retired; c; c = c->next_retired)
+		forget_in(c, e);
+	pthread_mutex_unlock(&av->lock);
+}
+
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count)
 {
 	pthread_mutex_lock(&av->lock);
 	for (size_t i = 0; i < count; i++) {
 		if (av->names)
 			forget_locked(av, fi_addr[i]);
-		for (struct local **p = &av->locals, *l; (l = *p);) {
-			if (l->addr == fi_addr[i]) {
-				*p = l->next;
-				free(l);
-			} else {
-				p = &l->next;
-			}
-		}
+		drop_locals(av, fi_addr[i], NULL);
 	}
 	pthread_mutex_unlock(&av->lock);
 }
@@ -337,7 +327,7 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 			  len);
 		return NULL;
 	}
-	ep = self_find(name, len, av->addr_format);
+	ep = hml_self_find(name, len, av->addr_format);
 	hml_debug("AV %p: fi_addr %#lx is %s", av->av, (unsigned long) addr,
 		  ep ? "an endpoint of this process" : "not this process");
 	return ep;
@@ -384,7 +374,7 @@ static void by_name(struct hml_av *av, const void *addr, size_t count)
 		       addr_size(av->addr_format);
 		if (!size)
 			return;
-		ep = self_find(p, size, av->addr_format);
+		ep = hml_self_find(p, size, av->addr_format);
 		if (!ep)
 			continue;
 		hml_rx_track(ep);
@@ -428,24 +418,11 @@ void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
 			    unsigned int stamp)
 {
-	struct verdict *v = malloc(sizeof(*v));
 	struct hml_ep *ep = resolve(av, addr);
-	struct slot *s;
 
-	if (!v)
-		return ep;
-	v->stamp = stamp;
-	v->ep = ep;
 	pthread_mutex_lock(&av->lock);
-	s = claim(av, addr);
-	if (s) {
-		v->next = av->verdicts;
-		av->verdicts = v;
-		__atomic_store_n(&s->verdict, v, __ATOMIC_RELEASE);
-	}
+	keep(av, addr, stamp, ep);
 	pthread_mutex_unlock(&av->lock);
-	if (!s)
-		free(v);
 	if (ep)
 		add_local(av, addr, ep);
 	return ep;
@@ -490,44 +467,39 @@ struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
 {
 	unsigned int now = stamp(av);
 	fi_addr_t key = addr;
-	struct hml_av_cache *c;
-	struct verdict *v;
-	struct slot *s;
+	struct hml_ep *ep;
 
 	if (addr == FI_ADDR_NOTAVAIL)
 		return NULL;
 	if (av->rx_ctx_bits)
 		key &= (1ULL << (64 - av->rx_ctx_bits)) - 1;
-	c = __atomic_load_n(&av->cache, __ATOMIC_ACQUIRE);
-	s = find(c, key);
-	v = __atomic_load_n(&s->verdict, __ATOMIC_ACQUIRE);
-	if (!v || s->addr != key || v->stamp != now)
+	if (!lookup(__atomic_load_n(&av->cache, __ATOMIC_ACQUIRE), key, now,
+		    &ep))
 		return relearn(av, addr, key, now);
 	if (!av->rx_ctx_bits)
-		return v->ep;
-	return target_ep(v->ep, addr, av->rx_ctx_bits);
+		return ep;
+	return target_ep(ep, addr, av->rx_ctx_bits);
 }
 
 int hml_av_cache_init(struct hml_av *av)
 {
 	av->cache = cache_new(CACHE_FIRST_SIZE);
-	return av->cache ? 0 : -FI_ENOMEM;
+	if (!av->cache)
+		return -FI_ENOMEM;
+	hml_av_list(av);
+	return 0;
 }
 
 void hml_av_cache_fini(struct hml_av *av)
 {
 	struct hml_av_cache *c, *cn;
-	struct verdict *v, *vn;
 
+	hml_av_unlist(av);
 	for (c = av->retired; c; c = cn) {
 		cn = c->next_retired;
 		free(c);
 	}
 	free(av->cache);
-	for (v = av->verdicts; v; v = vn) {
-		vn = v->next;
-		free(v);
-	}
 	for (size_t i = 0; av->names && i < NAME_BUCKETS; i++) {
 		while (av->names[i]) {
 			struct name *n = av->names[i];

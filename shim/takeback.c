@@ -174,14 +174,18 @@ void hml_rx_pump(struct hml_cq *c)
 	char buf[PUMP_BATCH * sizeof(struct fi_cq_tagged_entry)];
 	fi_addr_t src[PUMP_BATCH];
 	struct hml_cqe e;
+	size_t max;
 	ssize_t n;
 
 	pthread_mutex_lock(&c->pump_lock);
-	n = c->from ? c->prov->readfrom(c->cq, buf, PUMP_BATCH, src) :
-		      c->prov->read(c->cq, buf, PUMP_BATCH);
+	/* No more than the CQ's size waits in the shim. */
+	max = hml_cq_room(c) < PUMP_BATCH ? hml_cq_room(c) : PUMP_BATCH;
+	n = !max ? -FI_EAGAIN :
+	    c->from ? c->prov->readfrom(c->cq, buf, max, src) :
+		      c->prov->read(c->cq, buf, max);
 	if (n == -FI_ENOSYS && c->from) {
 		c->from = false;
-		n = c->prov->read(c->cq, buf, PUMP_BATCH);
+		n = c->prov->read(c->cq, buf, max);
 	}
 	for (ssize_t i = 0; i < n; i++) {
 		to_cqe(c, buf + i * c->entry_size, c->from ? src[i] :

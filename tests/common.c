@@ -146,6 +146,7 @@ void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
 	struct fi_cq_attr cq_attr = {
 		.format = o && o->cq_format ? o->cq_format :
 			  FI_CQ_FORMAT_TAGGED,
+		.size = o ? o->cq_size : 0,
 		.wait_obj = FI_WAIT_NONE,
 	};
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
@@ -323,6 +324,40 @@ void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len)
 		 (unsigned long) ent.flags, (unsigned long) flags);
 	t_assert(len == (size_t) -1 || ent.len == len,
 		 "completion len %zu, expected %zu", ent.len, len);
+}
+
+bool t_host;
+
+void *t_mem_alloc(size_t n)
+{
+	void *p = t_host ? aligned_alloc(4096, n) : t_dev_alloc(n);
+
+	t_assert(p, "out of memory");
+	return p;
+}
+
+void t_mem_free(void *p)
+{
+	if (t_host)
+		free(p);
+	else
+		t_dev_free(p);
+}
+
+void t_mem_put(void *p, const void *bytes, size_t n)
+{
+	if (t_host)
+		memcpy(p, bytes, n);
+	else
+		t_dev_put(p, bytes, n);
+}
+
+void t_mem_get(void *bytes, const void *p, size_t n)
+{
+	if (t_host)
+		memcpy(bytes, p, n);
+	else
+		t_dev_get(bytes, p, n);
 }
 
 void t_cu_check(CUresult r, const char *what, int line)

@@ -47,68 +47,35 @@ enum { A, B, C, D, NEP };	/* c, d: CQs of FI_CQ_FORMAT_CONTEXT */
 static struct t_fabric fab;
 static struct t_ep ep[NEP];
 static fi_addr_t addr[NEP][NEP];	/* [in whose AV][whose address] */
-static bool host;			/* -H */
 static bool shared_ok;			/* contexts may be shared */
 static char *src, *dst, *qsrc;		/* device memory unless -H */
 static struct t_mr src_mr, dst_mr, qsrc_mr, hsrc_mr, hdst_mr;
 static char hsrc[SLOT], hdst[SLOT];	/* host memory, always */
 static uint8_t scratch[SLOT];
 
-static void *mem_alloc(size_t n)
-{
-	void *p = host ? aligned_alloc(4096, n) : t_dev_alloc(n);
-
-	t_assert(p, "out of memory");
-	return p;
-}
-
-static void mem_free(void *p)
-{
-	if (host)
-		free(p);
-	else
-		t_dev_free(p);
-}
-
-static void put(char *p, const void *bytes, size_t n)
-{
-	if (host)
-		memcpy(p, bytes, n);
-	else
-		t_dev_put(p, bytes, n);
-}
-
-static void get(void *bytes, const char *p, size_t n)
-{
-	if (host)
-		memcpy(bytes, p, n);
-	else
-		t_dev_get(bytes, p, n);
-}
-
 /* Slot i of the source holds the message seeded seed. */
 static void load(int i, unsigned seed)
 {
 	t_fill(scratch, LEN, seed);
-	put(src + i * SLOT, scratch, LEN);
+	t_mem_put(src + i * SLOT, scratch, LEN);
 }
 
 /* Slot i of the destination: poisoned, or checked to hold seed's bytes. */
 static void poison(int i)
 {
 	memset(scratch, 0xa5, SLOT);
-	put(dst + i * SLOT, scratch, SLOT);
+	t_mem_put(dst + i * SLOT, scratch, SLOT);
 }
 
 static bool holds(int i, unsigned seed)
 {
-	get(scratch, dst + i * SLOT, LEN);
+	t_mem_get(scratch, dst + i * SLOT, LEN);
 	return t_check(scratch, LEN, seed);
 }
 
 static bool poisoned(int i)
 {
-	get(scratch, dst + i * SLOT, SLOT);
+	t_mem_get(scratch, dst + i * SLOT, SLOT);
 	for (size_t k = 0; k < SLOT; k++)
 		if (scratch[k] != 0xa5)
 			return false;
@@ -268,7 +235,7 @@ static void cancel(void)
 		 "c3's entry: context %p err %d (%s) len %zu", what,
 		 g[!k].ctx, g[!k].err, fi_strerror(g[!k].err), g[!k].len);
 	t_assert(poisoned(0), "%s: c2's buffer was written", what);
-	get(scratch, dst + SLOT, LEN);
+	t_mem_get(scratch, dst + SLOT, LEN);
 	t_assert(t_check(scratch, LEN, 31), "%s: c3 lacks the message", what);
 	printf("digest: cancel: c2 FI_ECANCELED and untouched, c3 holds the "
 	       "message\n");
@@ -319,7 +286,7 @@ static void bounded(void)
 
 	/* The oracle has no bound to compare with: udp;ofi_rxd alone takes
 	 * 20 000 sends, and then does not complete them all. */
-	if (host && !strcmp(t_prov, "udp;ofi_rxd")) {
+	if (t_host && !strcmp(t_prov, "udp;ofi_rxd")) {
 		printf("digest: bounded: not compared, %s alone does not push "
 		       "back\n", t_prov);
 		free(ctx);
@@ -327,12 +294,12 @@ static void bounded(void)
 		return;
 	}
 	t_assert(ctx && seen, "out of memory");
-	qsrc = mem_alloc((size_t) MAXQ * SMALL);
+	qsrc = t_mem_alloc((size_t) MAXQ * SMALL);
 	t_reg(&fab, qsrc, (size_t) MAXQ * SMALL, FI_SEND, 5, &qsrc_mr);
 	for (i = 0; i < MAXQ; i++) {
 		t_fill(scratch, SMALL, 1000 + i);
 		memcpy(scratch, &i, sizeof(i));
-		put(qsrc + (size_t) i * SMALL, scratch, SMALL);
+		t_mem_put(qsrc + (size_t) i * SMALL, scratch, SMALL);
 	}
 	/* One message first: connections and peers set up. */
 	recv_slot(B, 0, &r);
@@ -354,7 +321,7 @@ static void bounded(void)
 		t_assert(g.ctx == &r && !g.err && g.len == SMALL, "%s: receive "
 			 "%d: context %p err %d (%s) len %zu", what, i, g.ctx,
 			 g.err, fi_strerror(g.err), g.len);
-		get(scratch, dst, SMALL);
+		t_mem_get(scratch, dst, SMALL);
 		memcpy(&id, scratch, sizeof(id));
 		t_assert(id >= 0 && id < n && !seen[id], "%s: receive %d: "
 			 "message %d", what, i, id);
@@ -372,7 +339,7 @@ static void bounded(void)
 	t_assert(g.ctx == &r && g.err == FI_ECANCELED, "%s: the last receive: "
 		 "context %p err %d", what, g.ctx, g.err);
 	t_fi(fi_close(&qsrc_mr.mr->fid));
-	mem_free(qsrc);
+	t_mem_free(qsrc);
 	free(ctx);
 	free(seen);
 	printf("digest: bounded: pushed back; every message it accepted "
@@ -639,7 +606,7 @@ static void kept(void)
 		printf("digest: kept: not legal here (FI_CONTEXT mode)\n");
 		return;
 	}
-	if (host && FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
+	if (t_host && FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
 	    strcmp(t_prov, "udp;ofi_rxd")) {
 		printf("digest: kept: not compared, %s alone crashes\n",
 		       t_prov);
@@ -688,8 +655,8 @@ static void open_all(void)
 	for (int from = 0; from < NEP; from++)
 		for (int to = 0; to < NEP; to++)
 			addr[from][to] = t_insert(&ep[from], ep[to].name);
-	src = mem_alloc(NSLOT * SLOT);
-	dst = mem_alloc(NSLOT * SLOT);
+	src = t_mem_alloc(NSLOT * SLOT);
+	dst = t_mem_alloc(NSLOT * SLOT);
 	t_reg(&fab, src, NSLOT * SLOT, FI_SEND, 1, &src_mr);
 	t_reg(&fab, dst, NSLOT * SLOT, FI_RECV, 2, &dst_mr);
 	t_reg(&fab, hsrc, SLOT, FI_SEND, 3, &hsrc_mr);
@@ -705,8 +672,8 @@ static void close_all(void)
 	for (int e = 0; e < NEP; e++)
 		t_ep_close(&ep[e]);
 	t_close(&fab);
-	mem_free(src);
-	mem_free(dst);
+	t_mem_free(src);
+	t_mem_free(dst);
 }
 
 static const struct {
@@ -731,11 +698,11 @@ int main(int argc, char **argv)
 	t_init(argc, argv, "Hc:");
 	while ((c = getopt(argc, argv, "p:Hc:")) != -1) {
 		if (c == 'H')
-			host = true;
+			t_host = true;
 		else if (c == 'c')
 			only = optarg;
 	}
-	if (!host)
+	if (!t_host)
 		t_cuda_init();
 	open_all();
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

@@ -51,6 +51,7 @@ struct t_opts {
 	uint64_t mode;
 	enum fi_ep_type type;		/* default FI_EP_RDM */
 	enum fi_cq_format cq_format;	/* default FI_CQ_FORMAT_TAGGED */
+	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
 	enum fi_threading threading;
 	struct fid_cntr *cntr;		/* t_ep_open binds it, with: */
@@ -133,6 +134,13 @@ void *t_dev_alloc(size_t n);
 void t_dev_free(void *p);
 void t_dev_put(void *dev, const void *host, size_t n);
 void t_dev_get(void *host, const void *dev, size_t n);
+/* Test buffers: device memory, or host memory where t_host is set (the
+ * tests' -H, to compare with the provider alone). */
+extern bool t_host;
+void *t_mem_alloc(size_t n);
+void t_mem_free(void *p);
+void t_mem_put(void *p, const void *bytes, size_t n);
+void t_mem_get(void *bytes, const void *p, size_t n);
 #define t_cu(call) t_cu_check((call), #call, __LINE__)
 void t_cu_check(CUresult r, const char *what, int line);
 
