@@ -54,10 +54,23 @@ struct t_opts {
 	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
 	enum fi_threading threading;
-	struct fid_cntr *cntr;		/* t_ep_open binds it, with: */
-	uint64_t cntr_flags;
-	uint64_t cq_flags;		/* more CQ bind flags: FI_SELECTIVE_COMPLETION */
 	uint64_t msg_order;		/* transmit and receive, default none */
+	/* The endpoint t_ep_open makes: its CQ, */
+	enum fi_wait_obj cq_wait;	/* default FI_WAIT_NONE */
+	enum fi_cq_wait_cond cq_cond;
+	struct fid_wait *wait_set;	/* with cq_wait FI_WAIT_SET */
+	void *cq_context;
+	uint64_t cq_bind;		/* default FI_TRANSMIT | FI_RECV */
+	uint64_t cq_flags;		/* more CQ bind flags: FI_SELECTIVE_COMPLETION */
+	/* its counters: one of the caller's, bound with cntr_flags, and one
+	 * of its own (e->cntr[i], FI_WAIT_NONE) for each nonzero own_cntr[i],
+	 * bound with those flags; */
+	struct fid_cntr *cntr;
+	uint64_t cntr_flags;
+	uint64_t own_cntr[2];
+	/* a shared receive context, FI_OPT_MIN_MULTI_RECV where nonzero. */
+	struct fid_ep *srx;
+	size_t min_multi;
 };
 
 struct t_fabric {
@@ -71,6 +84,7 @@ struct t_ep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;		/* transmit and receive */
 	struct fid_av *av;
+	struct fid_cntr *cntr[2];	/* t_opts.own_cntr's, closed with it */
 	char name[256];
 	size_t namelen;
 };
@@ -89,7 +103,15 @@ int t_try_open(struct t_fabric *f, const struct t_opts *o);
 /* As t_try_open, with hints of the caller's (freed here). */
 int t_open_hints(struct t_fabric *f, struct fi_info *hints);
 void t_close(struct t_fabric *f);
+/* An endpoint with its own CQ and AV, and what o asks for of the fields
+ * after msg_order (all of o may be NULL), enabled, its name read and its
+ * CQ driven (t_progress). */
 void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
+/* As t_ep_open, but a CQ, bind or fi_enable the provider refuses is
+ * returned (-FI_E*, nothing left open), not a failure; *what names the
+ * call where what is not NULL. */
+int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
+		  const char **what);
 void t_ep_close(struct t_ep *e);
 fi_addr_t t_insert(struct t_ep *e, const void *name);
 void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
