@@ -169,31 +169,20 @@ static uint64_t raddr(const struct fx *x, const struct t_mr *m)
 static int ep_open(struct fx *x, struct t_ep *e, enum fi_wait_obj w,
 		   enum fi_cq_wait_cond cond, struct fid_wait *ws, void *ctx)
 {
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_TAGGED,
-		.wait_obj = w,
-		.wait_cond = cond,
+	struct t_opts o = {
+		.cq_wait = w,
+		.cq_cond = cond,
 		.wait_set = ws,
+		.cq_context = ctx,
+		.cntr = e == &x->a ? x->cntr : NULL,
+		.cntr_flags = FI_WRITE,
 	};
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	int ret;
+	const char *what;
+	int ret = t_ep_try_open(e, &x->f, &o, &what);
 
-	memset(e, 0, sizeof(*e));
-	e->f = &x->f;
-	ret = fi_cq_open(x->f.domain, &cq_attr, &e->cq, ctx);
-	if (ret)
-		return ret;
-	t_fi(fi_endpoint(x->f.domain, x->f.info, &e->ep, NULL));
-	t_fi(fi_av_open(x->f.domain, &av_attr, &e->av, NULL));
-	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
-	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
-	if (e == &x->a && x->cntr)
-		t_fi(fi_ep_bind(e->ep, &x->cntr->fid, FI_WRITE));
-	t_fi(fi_enable(e->ep));
-	e->namelen = sizeof(e->name);
-	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
-	t_progress(e->cq);
-	return 0;
+	if (ret && strcmp(what, "fi_cq_open"))
+		t_fail("%s: %d (%s)", what, ret, fi_strerror(-ret));
+	return ret;
 }
 
 static void fx_close(struct fx *x)
