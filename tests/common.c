@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,13 +69,15 @@ void t_init(int argc, char **argv, const char *opts)
 	char all[64];
 	int c;
 
-	snprintf(all, sizeof(all), "p:%s", opts ? opts : "");
+	snprintf(all, sizeof(all), "p:c:%s", opts ? opts : "");
 	while ((c = getopt(argc, argv, all)) != -1) {
 		/* The program's own options may come first: read them all. */
 		if (c == 'p')
 			t_prov = optarg;
+		else if (c == 'c')
+			t_only = optarg;
 		else if (c == '?')
-			t_fail("usage: %s [-p PROVIDER]", argv[0]);
+			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]", argv[0]);
 	}
 	optind = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -271,23 +272,6 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	if (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
 		return (uintptr_t) m->base + off;
 	return off;
-}
-
-int t_rerun(char *const args[], const char *var, const char *value)
-{
-	pid_t pid;
-	int st;
-
-	fflush(stdout);
-	pid = fork();
-	t_assert(pid >= 0, "fork");
-	if (!pid) {
-		setenv(var, value, 1);
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
-	t_assert(waitpid(pid, &st, 0) == pid, "waitpid");
-	return st;
 }
 
 double t_now(void)

@@ -119,7 +119,8 @@ int main(int argc, char **argv)
 	run();
 	if (again) {
 		args[2] = (char *) t_prov;
-		st = t_rerun(args, "HMEMLOOP_SELF", "all");
+		st = t_respawn(args, (const char *[]) { "HMEMLOOP_SELF=all",
+						     NULL }, 0);
 		t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
 			 "HMEMLOOP_SELF=all: status %#x", st);
 	}

@@ -35,7 +35,8 @@ extern const char *t_prov;
  * one that is not layered. A copy, the caller's to free. */
 char *t_core_prov(void);
 
-/* Parse -p PROVIDER; other options are left from optind on. */
+/* Parse -p PROVIDER and -c NAME,... (t_only); other options are left
+ * from optind on. */
 void t_init(int argc, char **argv, const char *opts);
 void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -119,9 +120,52 @@ void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
 
-/* Run this program again with args (argv[0] first) and var=value in its
- * environment; its wait status. */
-int t_rerun(char *const args[], const char *var, const char *value);
+/* ---- cases (cases.c) ---- */
+
+/* What a case needs; without it the case is skipped, saying so. */
+#define T_NEED_DOUBLE	(1 << 0)	/* the CUDA driver double */
+#define T_NEED_SHIM	(1 << 1)	/* HMEMLOOP_ENABLE=1 */
+
+struct t_case {
+	const char *name;
+	void (*run)(void);
+	unsigned need;
+	/* A case in a process of its own: this program again as "-p PROVIDER
+	 * -c NAME", with env (NAME=VALUE) set and HMEMLOOP_TEST_WAIT at most
+	 * wait_s where given; check judges its wait status (without, it must
+	 * exit 0). */
+	bool fresh;
+	const char *env[2];
+	double wait_s;
+	void (*check)(const struct t_case *c, int status);
+};
+
+/* A case that runs here and needs nothing. */
+#define T_CASE(n, fn)	{ .name = (n), .run = (fn) }
+
+/* -c NAME,...: the cases to run (all where NULL); t_init reads it. */
+extern const char *t_only;
+/* Where fresh cases run this program from: call it in main. */
+void t_cases_init(char **argv);
+bool t_wanted(const char *name);
+/* Run the cases wanted, in order, saying how long each took. */
+void t_run_cases(const struct t_case *cases, size_t n);
+#define T_RUN_CASES(cases) \
+	t_run_cases((cases), sizeof(cases) / sizeof((cases)[0]))
+/* Fail if -c named no case of the tables run. */
+void t_cases_done(void);
+/* True in the process a fresh case runs in. */
+bool t_fresh(void);
+/* "skip: " and the reason, counted; the case returns after it. */
+void t_case_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int t_skips(void);
+/* The CUDA driver double, not a GPU's driver (after cuInit). */
+bool t_cuda_double(void);
+bool t_shim_enabled(void);
+/* Run this program again with args (argv[0] first) and env (NAME=VALUE,
+ * NULL-terminated) added to its environment; its wait status. After
+ * seconds (where above 0) it is killed and the test fails. */
+int t_respawn(char *const args[], const char *const env[], double seconds);
 
 /* Monotonic seconds; how long a test waits for what must come (seconds,
  * HMEMLOOP_TEST_WAIT, default 10). */

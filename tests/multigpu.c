@@ -46,17 +46,6 @@ static CUdevice dev(int i)
 	return d;
 }
 
-static bool is_double(void)
-{
-	const char *env = getenv("HMEMLOOP_TEST_CUDA");
-	char name[64] = "";
-
-	if (env && !strcmp(env, "real"))
-		return false;
-	t_cu(cuDeviceGetName(name, sizeof(name), dev(0)));
-	return !strcmp(name, "CUDA driver double");
-}
-
 /* Whether device 0 has a context, and how much memory is used there
  * (which a context costs). Read through a context made for the question
  * and destroyed again, on a thread of its own. */
@@ -315,7 +304,8 @@ static void round_of(int dev_a, int dev_b, unsigned seed)
  * one in this process. */
 static void on_double(char **argv)
 {
-	int st = t_rerun(argv, "CUDA_DOUBLE_DEVICES", "2");
+	int st = t_respawn(argv, (const char *[]) {
+				   "CUDA_DOUBLE_DEVICES=2", NULL }, 0);
 
 	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
 		 "the run on two devices failed");
@@ -331,7 +321,7 @@ int main(int argc, char **argv)
 
 	t_init(argc, argv, NULL);
 	t_cu(cuInit(0));
-	if (is_double() && !getenv("CUDA_DOUBLE_DEVICES"))
+	if (t_cuda_double() && !getenv("CUDA_DOUBLE_DEVICES"))
 		on_double(argv);
 	t_cu(cuDeviceGetCount(&n));
 	if (n < 2)

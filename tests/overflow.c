@@ -121,7 +121,8 @@ static int run(void)
 static void run_host(char **argv)
 {
 	char *args[] = { argv[0], "-p", (char *) t_prov, "-H", NULL };
-	int st = t_rerun(args, "HMEMLOOP_SELF", "all");
+	int st = t_respawn(args, (const char *[]) { "HMEMLOOP_SELF=all",
+						   NULL }, 0);
 
 	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
 		 "host memory, HMEMLOOP_SELF=all: status %#x", st);
