@@ -651,38 +651,30 @@ static void close_all(void)
 	t_mem_free(dst);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "shared", shared },
-	{ "format", format },
-	{ "cancel", cancel },
-	{ "nocontext", nocontext },
-	{ "bounded", bounded },
-	{ "rxcntr", rxcntr },
-	{ "txcntr", txcntr },
-	{ "kept", kept },
+static const struct t_case cases[] = {
+	T_CASE("shared", shared),
+	T_CASE("format", format),
+	T_CASE("cancel", cancel),
+	T_CASE("nocontext", nocontext),
+	T_CASE("bounded", bounded),
+	T_CASE("rxcntr", rxcntr),
+	T_CASE("txcntr", txcntr),
+	T_CASE("kept", kept),
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
 	int c;
 
-	t_init(argc, argv, "Hc:");
-	while ((c = getopt(argc, argv, "p:Hc:")) != -1) {
+	t_init(argc, argv, "H");
+	while ((c = getopt(argc, argv, "p:c:H")) != -1)
 		if (c == 'H')
 			t_host = true;
-		else if (c == 'c')
-			only = optarg;
-	}
 	if (!t_host)
 		t_cuda_init();
 	open_all();
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!only || strstr(only, cases[i].name))
-			cases[i].run();
+	T_RUN_CASES(cases);
+	t_cases_done();
 	close_all();
 	return 0;
 }

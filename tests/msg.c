@@ -774,38 +774,30 @@ static void buffers(void)
 static void queued_untagged(void) { queued(false); }
 static void queued_tagged(void) { queued(true); }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "calls", calls },
-	{ "truncation", truncation },
-	{ "queued", queued_untagged },
-	{ "queued", queued_tagged },
-	{ "matching", matching },
-	{ "selective", selective },
-	{ "race", race },
-	{ "closing", closing },
-	{ "multi", multi },
-	{ "unreported", unreported },
-	{ "nocontext", nocontext },
-	{ "srx", srx },
+static const struct t_case cases[] = {
+	T_CASE("calls", calls),
+	T_CASE("truncation", truncation),
+	T_CASE("queued", queued_untagged),
+	T_CASE("queued", queued_tagged),
+	T_CASE("matching", matching),
+	T_CASE("selective", selective),
+	T_CASE("race", race),
+	T_CASE("closing", closing),
+	T_CASE("multi", multi),
+	T_CASE("unreported", unreported),
+	T_CASE("nocontext", nocontext),
+	T_CASE("srx", srx),
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-	const char *cuda = getenv("HMEMLOOP_TEST_CUDA");
 	int c, rfd = -1, wfd = -1, sas = 0;
 	unsigned long long caps = 0;
-	char name[64] = "";
 	double t0 = t_now();
 
-	t_init(argc, argv, "P:c:");
-	while ((c = getopt(argc, argv, "p:P:c:")) != -1) {
-		if (c == 'c')
-			only = optarg;
-		else if (c == 'P' && sscanf(optarg, "%d,%d,%llx,%d", &rfd, &wfd,
+	t_init(argc, argv, "P:");
+	while ((c = getopt(argc, argv, "p:c:P:")) != -1) {
+		if (c == 'P' && sscanf(optarg, "%d,%d,%llx,%d", &rfd, &wfd,
 				       &caps, &sas) != 4)
 			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]",
 			       argv[0]);
@@ -818,15 +810,12 @@ int main(int argc, char **argv)
 	}
 
 	t_cuda_init();
-	t_cu(cuDeviceGetName(name, sizeof(name), 0));
-	fx.dbl = !strcmp(name, "CUDA driver double") &&
-		 !(cuda && !strcmp(cuda, "real"));
+	fx.dbl = t_cuda_double();
 	buffers();
 	fx_open();
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!only || strstr(only, cases[i].name))
-			cases[i].run();
+	T_RUN_CASES(cases);
+	t_cases_done();
 
 	fx_close();
 	printf("%s: %.1f s\n", t_prov, t_now() - t0);

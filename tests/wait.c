@@ -21,7 +21,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,20 +54,6 @@ static CUcontext cu_ctx;
 static void *dsrc, *ddst;		/* device buffers, LEN bytes each */
 static uint8_t host[LEN];
 static unsigned seed = 0x3a17;
-static int skips;
-
-static void skip_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void skip_case(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("skip: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	skips++;
-}
 
 static const char *wait_name(enum fi_wait_obj w)
 {
@@ -216,7 +201,7 @@ static bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	memset(x, 0, sizeof(*x));
 	ret = fab_open(x, o);
 	if (ret == -FI_ENODATA) {
-		skip_case("%s: %s has no domain with what it needs", what,
+		t_case_skip("%s: %s has no domain with what it needs", what,
 			  t_prov);
 		return false;
 	}
@@ -227,7 +212,7 @@ static bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 
 		ret = fi_wait_open(x->f.fabric, &wa, &x->ws);
 		if (ret) {
-			skip_case("%s: %s has no %s wait set (fi_wait_open: "
+			t_case_skip("%s: %s has no %s wait set (fi_wait_open: "
 				  "%s)", what, t_prov, wait_name(o->set),
 				  fi_strerror(-ret));
 			t_close(&x->f);
@@ -238,7 +223,7 @@ static bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	if (o->cntr) {
 		ret = fi_cntr_open(x->f.domain, &ca, &x->cntr, NULL);
 		if (ret) {
-			skip_case("%s: %s has no counter with FI_WAIT_UNSPEC "
+			t_case_skip("%s: %s has no counter with FI_WAIT_UNSPEC "
 				  "(%s)", what, t_prov, fi_strerror(-ret));
 			fx_close(x);
 			return false;
@@ -247,7 +232,7 @@ static bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	ret = ep_open(x, &x->a, o->set ? FI_WAIT_SET : o->await, o->acond,
 		      x->ws, o->acq_ctx);
 	if (ret) {
-		skip_case("%s: %s has no CQ with %s%s (fi_cq_open: %s)", what,
+		t_case_skip("%s: %s has no CQ with %s%s (fi_cq_open: %s)", what,
 			  t_prov, wait_name(o->set ? FI_WAIT_SET : o->await),
 			  o->acond == FI_CQ_COND_THRESHOLD ?
 			  " and FI_CQ_COND_THRESHOLD" : "", fi_strerror(-ret));
@@ -256,7 +241,7 @@ static bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	}
 	ret = ep_open(x, &x->b, o->bwait, FI_CQ_COND_NONE, NULL, NULL);
 	if (ret) {
-		skip_case("%s: %s has no CQ with %s (fi_cq_open: %s)", what,
+		t_case_skip("%s: %s has no CQ with %s (fi_cq_open: %s)", what,
 			  t_prov, wait_name(o->bwait), fi_strerror(-ret));
 		fx_close(x);
 		return false;
@@ -634,7 +619,7 @@ static void rewait_one(int how)
 	if (!fx_open(&x, &o, what))
 		return;
 	if (!sread_times_out(x.a.cq)) {
-		skip_case("%s: %s's fi_cq_sread of an empty CQ ignores its "
+		t_case_skip("%s: %s's fi_cq_sread of an empty CQ ignores its "
 			  "timeout, without hmemloop too", what, t_prov);
 		fx_close(&x);
 		return;
@@ -643,7 +628,7 @@ static void rewait_one(int how)
 		woken_run(how, what);
 	} else {
 		if (fi_control(&x.a.cq->fid, FI_GETWAIT, &fd)) {
-			skip_case("%s: %s gives no fd", what, t_prov);
+			t_case_skip("%s: %s gives no fd", what, t_prov);
 			fx_close(&x);
 			return;
 		}
@@ -835,7 +820,7 @@ static bool open_fd(int *fd, const char *what)
 		return false;
 	ret = fi_control(&x.a.cq->fid, FI_GETWAIT, fd);
 	if (ret) {
-		skip_case("%s: %s gives no fd (fi_control FI_GETWAIT: %s)",
+		t_case_skip("%s: %s gives no fd (fi_control FI_GETWAIT: %s)",
 			  what, t_prov, fi_strerror(-ret));
 		fx_close(&x);
 		return false;
@@ -1211,7 +1196,7 @@ static void cntr_run(void)
 		printf("note: %s's fi_cntr_wait ignores its timeout\n",
 		       t_prov);
 	} else if (sl.ret != -FI_ETIMEDOUT || sl.end - dt < SHORT_MS * 0.8e-3) {
-		skip_case("%s: fi_cntr_wait asleep: %s's returns %zd after "
+		t_case_skip("%s: fi_cntr_wait asleep: %s's returns %zd after "
 			  "%.3f s for a count not reached (timeout %d ms), "
 			  "without hmemloop too", what, t_prov, sl.ret,
 			  sl.end - dt, SHORT_MS);
@@ -1359,7 +1344,7 @@ static void cq_err_layout(uint32_t version, size_t end)
 	snprintf(what, sizeof(what), "error entry, API %u.%u",
 		 FI_MAJOR(version), FI_MINOR(version));
 	if (FI_VERSION_LT(fi_version(), version)) {
-		skip_case("%s: libfabric %u.%u has no such API", what,
+		t_case_skip("%s: libfabric %u.%u has no such API", what,
 			  FI_MAJOR(fi_version()), FI_MINOR(fi_version()));
 		return;
 	}
@@ -1463,7 +1448,7 @@ static bool sockets_sets(const char *what)
 {
 	if (strcmp(t_prov, "sockets"))
 		return false;
-	skip_case("%s: sockets' wait and poll sets cannot see hmemloop's "
+	t_case_skip("%s: sockets' wait and poll sets cannot see hmemloop's "
 		  "entries (a documented limit)", what);
 	return true;
 }
@@ -1492,7 +1477,7 @@ static void pollset(void)
 		return;
 	ret = fi_poll_open(x.f.domain, &pa, &ps);
 	if (ret) {
-		skip_case("%s: %s has none (fi_poll_open: %s)", what, t_prov,
+		t_case_skip("%s: %s has none (fi_poll_open: %s)", what, t_prov,
 			  fi_strerror(-ret));
 		fx_close(&x);
 		return;
@@ -1521,13 +1506,13 @@ static void pollset(void)
 #else
 static void waitset(void)
 {
-	skip_case("wait sets: built against libfabric %d.%d, which deprecates "
+	t_case_skip("wait sets: built against libfabric %d.%d, which deprecates "
 		  "them", FI_MAJOR_VERSION, FI_MINOR_VERSION);
 }
 
 static void pollset(void)
 {
-	skip_case("poll sets: built against libfabric %d.%d, which deprecates "
+	t_case_skip("poll sets: built against libfabric %d.%d, which deprecates "
 		  "them", FI_MAJOR_VERSION, FI_MINOR_VERSION);
 }
 #endif
@@ -1591,40 +1576,32 @@ static void tracked_sread(void)
 
 /* ---- main -------------------------------------------------------------- */
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "sread_queued", sread_queued },
-	{ "sread_woken", sread_woken },
-	{ "sread_signal", sread_signal },
-	{ "sread_source", sread_source },
-	{ "sread_threshold", sread_threshold },
-	{ "sread_error", sread_error },
-	{ "getwait", getwait },
-	{ "trywait_loop", trywait_loop },
-	{ "sread_race", sread_race },
-	{ "cntr", cntr_run },
-	{ "cq_err_1_17", cq_err },
-	{ "cq_err_1_4", cq_err_1_4 },
-	{ "cq_err_1_20", cq_err_1_20 },
-	{ "waitset", waitset },
-	{ "pollset", pollset },
-	{ "tracked_sread", tracked_sread },
-	{ "sread_rewait", sread_rewait },
+static const struct t_case cases[] = {
+	T_CASE("sread_queued", sread_queued),
+	T_CASE("sread_woken", sread_woken),
+	T_CASE("sread_signal", sread_signal),
+	T_CASE("sread_source", sread_source),
+	T_CASE("sread_threshold", sread_threshold),
+	T_CASE("sread_error", sread_error),
+	T_CASE("getwait", getwait),
+	T_CASE("trywait_loop", trywait_loop),
+	T_CASE("sread_race", sread_race),
+	T_CASE("cntr", cntr_run),
+	T_CASE("cq_err_1_17", cq_err),
+	T_CASE("cq_err_1_4", cq_err_1_4),
+	T_CASE("cq_err_1_20", cq_err_1_20),
+	T_CASE("waitset", waitset),
+	T_CASE("pollset", pollset),
+	T_CASE("tracked_sread", tracked_sread),
+	T_CASE("sread_rewait", sread_rewait),
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
 	struct t_fabric f;
-	double t0 = t_now(), t1;
-	int c;
+	double t0 = t_now();
 
-	t_init(argc, argv, "c:");
-	while ((c = getopt(argc, argv, "p:c:")) != -1)
-		if (c == 'c')
-			only = optarg;
+	t_init(argc, argv, NULL);
 	t_cuda_init();
 	t_cu(cuCtxGetCurrent(&cu_ctx));
 	if (t_try_open(&f, NULL))
@@ -1637,15 +1614,11 @@ int main(int argc, char **argv)
 	dsrc = t_dev_alloc(LEN);
 	ddst = t_dev_alloc(LEN);
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (only && !strstr(only, cases[i].name))
-			continue;
-		t1 = t_now();
-		cases[i].run();
-		printf("%s: %.2f s\n", cases[i].name, t_now() - t1);
-	}
+	T_RUN_CASES(cases);
+	t_cases_done();
 	t_dev_free(dsrc);
 	t_dev_free(ddst);
-	printf("%s: %d skipped, %.1f s\n", t_prov, skips, t_now() - t0);
+	printf("%s: %d skipped, %.1f s\n", t_prov, t_skips(),
+	       t_now() - t0);
 	return 0;
 }
