@@ -14,6 +14,9 @@ tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
 tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
 	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
+tests_wait_SOURCES = tests/wait.c tests/wait_fx.c tests/wait_sread.c \
+	tests/wait_fd.c tests/wait_cntr.c tests/wait_err.c tests/wait_sets.c \
+	tests/wait_tracked.c tests/wait.h
 tests_wait_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
