@@ -8,6 +8,7 @@
 #include "hmltest.h"
 
 const char *t_prov = "tcp;ofi_rxm";
+const char *t_argv0;
 
 char *t_core_prov(void)
 {
@@ -69,6 +70,7 @@ void t_init(int argc, char **argv, const char *opts)
 	char all[64];
 	int c;
 
+	t_argv0 = argv[0];
 	snprintf(all, sizeof(all), "p:c:%s", opts ? opts : "");
 	while ((c = getopt(argc, argv, all)) != -1) {
 		/* The program's own options may come first: read them all. */

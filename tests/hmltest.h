@@ -30,6 +30,7 @@
 #define T_MR_SCALABLE	(1 << 1)
 
 extern const char *t_prov;
+extern const char *t_argv0;		/* set by t_init */
 
 /* The core provider under t_prov: tcp for tcp;ofi_rxm, t_prov itself for
  * one that is not layered. A copy, the caller's to free. */
@@ -145,8 +146,6 @@ struct t_case {
 
 /* -c NAME,...: the cases to run (all where NULL); t_init reads it. */
 extern const char *t_only;
-/* Where fresh cases run this program from: call it in main. */
-void t_cases_init(char **argv);
 bool t_wanted(const char *name);
 /* Run the cases wanted, in order, saying how long each took. */
 void t_run_cases(const struct t_case *cases, size_t n);

@@ -138,7 +138,6 @@ static const struct t_case cases[] = {
 int main(int argc, char **argv)
 {
 	t_init(argc, argv, NULL);
-	t_cases_init(argv);
 	T_RUN_CASES(cases);
 	t_cases_done();
 	return 0;

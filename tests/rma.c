@@ -296,7 +296,6 @@ int main(int argc, char **argv)
 	struct fx fx;
 
 	t_init(argc, argv, NULL);
-	t_cases_init(argv);
 	t_cuda_init();
 	alloc_buffers();
 	cur_fx = &fx;
