@@ -1,5 +1,6 @@
 /* Helpers shared by the test programs: set up a provider, endpoints,
- * registrations and device memory; wait for completions; report. */
+ * registrations and device memory; wait for completions; run cases
+ * (cases.c); report. */
 #ifndef HMLTEST_H
 #define HMLTEST_H
 
