@@ -94,12 +94,6 @@ static const struct {
 	  "that no receive has taken completes at once through hmemloop (the "
 	  "message staged, shim/msg.c); the provider alone completes it only "
 	  "once a receive takes it (seed 5 on shm)" },
-	{ "", HOST, FZ_INJECT_WAITS, 0,
-	  "hmemloop bug, open: a same-process fi_tinject that no receive is "
-	  "posted for is overtaken by a later same-process send: a receive "
-	  "posted afterwards that matches both takes the later one, with "
-	  "FI_ORDER_SAS (seed 6 on tcp;ofi_rxm: tinject tag 3, tsenddata "
-	  "tag 1, then trecvmsg tag 1 ignore 3)" },
 };
 
 /* Whether entry i names prov: "" every provider, else names a part of
