@@ -416,35 +416,11 @@ void hml_rx_share(struct hml_ep *e);
 void hml_rxq_free(struct hml_rxq *q);
 ssize_t hml_rx_cancel(fid_t fid, void *context);
 
-/* xfer.c: the buffers of one side of a same-process transfer */
-#define HML_IOV_MAX 64
-
-struct hml_side {
-	size_t count;
-	size_t len;
-	bool device;			/* some buffer is device memory */
-	struct iovec iov[HML_IOV_MAX];
-	struct hml_mem mem[HML_IOV_MAX];
-};
-
-int hml_side_local(struct hml_side *s, struct hml_domain *d,
-		   const struct iovec *iov, void **desc, size_t count);
-int hml_side_target(struct hml_side *s, struct hml_ep *t,
-		    const struct fi_rma_iov *riov, size_t count,
-		    uint64_t access, struct hml_mr **mrs);
-void hml_side_put(struct hml_mr **mrs, size_t count);
-ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
-			 const struct hml_side *s);
-int hml_move(const struct hml_side *dst, const struct hml_side *src,
-	     size_t len);
-const struct hml_mem *hml_side_device(const struct hml_side *s);
-
 /* A one-buffer iovec, for the calls that take a buffer and a length:
  * built only on the path that needs one. */
 #define HML_IOV(buf, len) (&(struct iovec) { (void *) (buf), (len) })
 
 /* rma.c */
-#define HML_PASS 1			/* not ours: the provider's to do */
 void hml_rma_ops(struct fi_ops_rma *ops);
 
 /* getinfo.c and hmem.c: FI_HMEM asked for on the application's behalf */
@@ -456,7 +432,7 @@ struct fi_info *hml_hmem_domain_info(const struct fi_info *info);
 struct fi_info *hml_hmem_ep_info(const struct hml_domain *d,
 				 struct fi_info *info);
 void hml_hmem_put(struct fi_info *used, const struct fi_info *info);
-int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
-		 bool apps, uint64_t flags, struct fid_mr **mr);
+bool hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
+		  bool apps, uint64_t flags, struct fid_mr **mr);
 
 #endif
