@@ -66,7 +66,7 @@ void hml_table_copy(void *copy, const void *prov);
 			(tbl)->member = (fn);				\
 	} while (0)
 
-/* interpose.c: libfabric's symbol name@version; hml_resolve warns where it
+/* symbols.c: libfabric's symbol name@version; hml_resolve warns where it
  * is missing. */
 void *hml_lookup(const char *name, const char *version);
 void *hml_resolve(const char *name, const char *version);
