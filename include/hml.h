@@ -225,37 +225,8 @@ ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
 bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
-/* av.c */
-struct name;
-struct local;
-
-struct hml_av {
-	struct hml_fid h;
-	HML_TABLE(struct fi_ops_av) ops;
-	const struct fi_ops_av *prov;
-	struct fid_av *av;
-	struct hml_domain *domain;
-	uint32_t addr_format;
-	int rx_ctx_bits;
-
-	/* selfaddr.c: the cache of verdicts */
-	pthread_mutex_t lock;		/* writers; readers take none */
-	struct hml_av_cache *cache;	/* atomic */
-	struct hml_av_cache *retired;
-	unsigned int gen;		/* atomic: bumped on insert, remove */
-	struct name **names;		/* what was inserted, by fi_addr */
-	size_t naddrs;			/* at most this many in it */
-	size_t nslots;			/* table indices it may have handed
-					 * out are below this */
-	unsigned int remote_gen;	/* atomic: all its addresses are other
-					 * processes' as of this hml_self_gen
-					 * (0: not known) */
-	struct local *locals;		/* its endpoints of this process */
-	struct hml_av *next_av;		/* registry.c: all AVs */
-};
-
-void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
-		 const struct fi_av_attr *attr);
+/* av.c: address vectors (hml_av.h) */
+struct hml_av;
 
 /* ep.c */
 enum {
@@ -325,50 +296,11 @@ struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
 
-/* registry.c: the endpoints of this process, and the address vectors */
+/* registry.c: the endpoints of this process */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
-void hml_self_forget(struct hml_ep *e);	/* it closes */
 struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
-void hml_av_list(struct hml_av *av);
-void hml_av_unlist(struct hml_av *av);
-
-/* selfaddr.c: is an address an endpoint of this process? */
-void hml_av_forget(struct hml_av *av, struct hml_ep *e);
-
-struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
-
-/* The address vector an endpoint's addresses are in: its own, or that of
- * the scalable endpoint it is a context of. */
-static inline struct hml_av *hml_ep_av(const struct hml_ep *b)
-{
-	return b->av ? b->av : b->sep ? b->sep->av : NULL;
-}
-
-/* The endpoint of this process an operation of e to addr reaches, if any:
- * for another process, a few loads and no lock. */
-static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
-{
-	struct hml_ep *b = e->base;
-	struct hml_av *av = hml_ep_av(b);
-	unsigned int rg;
-
-	if (!av || b->opaque)
-		return NULL;
-	/* An AV with no address of this process: nothing to look up. */
-	rg = __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE);
-	if (rg && rg == __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE))
-		return NULL;
-	return hml_av_target(av, addr);
-}
-void hml_av_changed(struct hml_av *av);
-void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
-		     const fi_addr_t *fi_addr, bool was_empty);
-void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
-fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep);
-int hml_av_cache_init(struct hml_av *av);
-void hml_av_cache_fini(struct hml_av *av);
 
 /* mr.c and mrmap.c */
 struct hml_mr {

@@ -13,7 +13,7 @@
 #ifndef HML_XFER_H
 #define HML_XFER_H
 
-#include "hml.h"
+#include "hml_av.h"
 
 #define HML_IOV_MAX 64
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml.h"
+#include "hml_av.h"
 #include "hml_log.h"
 
 static struct hml_domain *domain_of(struct fid_domain *domain)
