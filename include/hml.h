@@ -137,7 +137,7 @@ struct hml_cntr {
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
-/* cq.c and completion.c */
+/* cq.c: completion queues; cqueue.c: their queues of the shim's entries */
 #define HML_CQ_RXQS 64
 struct hml_rxq;
 
@@ -170,7 +170,7 @@ struct hml_cq {
 	bool exported;			/* atomic: FI_GETWAIT was asked */
 	bool stray;			/* atomic: signalled, nobody asleep */
 
-	/* completion.c: the shim's entries, oldest at head */
+	/* cqueue.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
 	pthread_mutex_t pump_lock;	/* takeback.c: one pump at a time */
 	bool from;			/* the provider has readfrom */
@@ -208,22 +208,26 @@ struct hml_cq_err {
 	fi_addr_t src_addr;
 };
 
-size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
-size_t hml_cq_entry_size(enum fi_cq_format format);
+bool hml_cq_busy(struct fid *fid);
 /* Where fi_cq_attr gives no size: the default of util, efa and verbs. */
 #define HML_CQ_DEFAULT_SIZE 1024
+
+/* cqueue.c */
+size_t hml_cq_err_size(uint32_t api_version);
+size_t hml_cq_entry_size(enum fi_cq_format format);
 bool hml_cq_reserve(struct hml_cq *cq);
 void hml_cq_unreserve(struct hml_cq *cq);
 size_t hml_cq_room(struct hml_cq *cq);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
 int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e);
-void hml_cq_wake(struct hml_cq *cq);	/* cqwake.c */
-bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
 bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
+
+/* cqwake.c */
+void hml_cq_wake(struct hml_cq *cq);
 
 /* av.c: address vectors (hml_av.h) */
 struct hml_av;
@@ -293,8 +297,14 @@ struct hml_ep {
 struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 			   const struct fi_info *info);
 
+/* completion.c: what the initiator, an RMA target and a receive report */
+struct hml_mr;
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
+void hml_complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
+			 uint64_t flags, struct hml_mr **mrs, size_t len,
+			 bool read);
+void hml_complete_rx(struct hml_ep *t, const struct hml_cqe *c, bool asked);
 
 /* registry.c: the endpoints of this process */
 void hml_self_add(struct hml_ep *e);

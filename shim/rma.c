@@ -33,37 +33,6 @@ static void bad_input(int err, const struct fi_msg_rma *msg, int kind)
 		  fi_strerror(err));
 }
 
-/* What the target of a successful operation sees: counters bound to it
- * and to its regions, and remote CQ data. */
-static void complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
-			    uint64_t flags, struct hml_mr **mrs, size_t len,
-			    int kind)
-{
-	uint64_t event = kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
-	struct hml_ep *b = t->base;
-
-	hml_cntr_bump(b->cntr[kind == READ ? HML_CNTR_REMOTE_READ :
-				  HML_CNTR_REMOTE_WRITE], len, false);
-	for (size_t i = 0; i < msg->rma_iov_count; i++) {
-		bool seen = false;
-
-		for (size_t j = 0; j < i; j++)
-			seen |= mrs[j] == mrs[i];
-		if (!seen && (mrs[i]->cntr_flags & event))
-			hml_cntr_bump(mrs[i]->cntr, len, false);
-	}
-	if (kind != READ && (flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
-		struct hml_cqe c = {
-			.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
-			.len = len,
-			.data = msg->data,
-			.src_addr = FI_ADDR_NOTAVAIL,
-		};
-
-		hml_cq_push_reserved(b->rx_cq, &c);
-	}
-}
-
 /* The target's CQ, where the operation reports remote CQ data. */
 static struct hml_cq *data_cq(struct hml_ep *t, uint64_t flags, int kind)
 {
@@ -110,7 +79,7 @@ static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
 		hml_cq_unreserve(data_cq(t, flags, kind));
 	} else {
 		c.len = x.mine.len;
-		complete_target(t, msg, flags, x.mrs, c.len, kind);
+		hml_complete_target(t, msg, flags, x.mrs, c.len, kind == READ);
 	}
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
