@@ -15,6 +15,16 @@
  * own name: providers call their own ops through the fid (util's CQ read
  * calls fi_cq_readfrom), so a wrapper forwarding to another op could be
  * called back by it for ever. cq.c says where it departs from this.
+ *
+ * Lock order. Where locks nest, the outer one comes first:
+ *   track.c's share_lock > a CQ's pump_lock (takeback.c) > a receive
+ *   queue's lock (hml_msg.h) > a domain's MR map lock (mrmap.c), and
+ *   cuda.c's failed_lock, each taken alone;
+ *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
+ *   under a receive queue's lock;
+ *   av.c's list lock > an AV's lock (hml_av.h).
+ * The registry's lock (registry.c) and getinfo.c's verdict_lock are taken
+ * alone. No provider call is made under a receive queue's lock.
  */
 #ifndef HML_H
 #define HML_H
@@ -41,7 +51,7 @@
 	((type *) ((char *) (ptr) - offsetof(type, member)))
 
 /*
- * A copy of a provider op table. Tables grow at their end between libfabric
+ * fid.c: a copy of a provider op table. Tables grow at their end between libfabric
  * releases, and FI_CHECK_OP() trusts their size field, so the copy keeps the
  * provider's size and room for entries newer than our headers know.
  */
