@@ -51,6 +51,7 @@ struct hml_xfer {
 enum hml_verdict hml_xfer_rma(struct hml_xfer *x, struct hml_ep *e,
 			      struct hml_ep *t, const struct fi_msg_rma *msg,
 			      uint64_t flags, uint64_t access, bool inject);
+bool hml_xfer_msg_ok(const struct hml_ep *e, const struct hml_ep *t);
 enum hml_verdict hml_xfer_send(struct hml_xfer *x, struct hml_ep *e,
 			       struct hml_ep *t, const struct iovec *iov,
 			       void **desc, size_t count, uint64_t flags,

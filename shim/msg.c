@@ -282,7 +282,7 @@ pushed_back:
 	return HML_DO;
 }
 
-/* A place on the sender's CQ first (completion.c): local_send reports
+/* A place on the sender's CQ first (cqueue.c): local_send reports
  * there exactly when it does it and returns 0. */
 static enum hml_verdict room_send(struct hml_ep *e, struct hml_ep *t,
 				  const struct fi_msg_tagged *m,

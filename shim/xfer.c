@@ -267,7 +267,7 @@ static void start(struct hml_xfer *x, struct hml_ep *e, struct hml_ep *t,
 /*
  * An RMA operation of e to t. Only the initiator's FI_OPT_CUDA_API_PERMITTED
  * counts: the copy is made in the initiator's call (a message's is made in
- * the receiver's calls too, hml_xfer_send).
+ * the receiver's calls too, hml_xfer_msg_ok).
  */
 enum hml_verdict hml_xfer_rma(struct hml_xfer *x, struct hml_ep *e,
 			      struct hml_ep *t, const struct fi_msg_rma *msg,
@@ -287,19 +287,22 @@ enum hml_verdict hml_xfer_rma(struct hml_xfer *x, struct hml_ep *e,
 	return judge(x, err, terr, true);
 }
 
-/*
- * A message of e to t, whose receive is not known yet: whether host memory
- * passes is asked again of the receive (hml_xfer_host). The receiver's
- * calls may deliver it, so neither side may be an endpoint that forbade
- * CUDA calls.
- */
+/* Messages of e to t may be the shim's: the receiver's calls may deliver
+ * them, so neither side may be an endpoint that forbade CUDA calls. */
+bool hml_xfer_msg_ok(const struct hml_ep *e, const struct hml_ep *t)
+{
+	return !e->base->cuda_forbidden && !t->base->cuda_forbidden;
+}
+
+/* A message of e to t, whose receive is not known yet: whether host memory
+ * passes is asked again of the receive (hml_xfer_host). */
 enum hml_verdict hml_xfer_send(struct hml_xfer *x, struct hml_ep *e,
 			       struct hml_ep *t, const struct iovec *iov,
 			       void **desc, size_t count, uint64_t flags,
 			       bool inject)
 {
 	start(x, e, t, flags, inject);
-	if (e->base->cuda_forbidden || t->base->cuda_forbidden)
+	if (!hml_xfer_msg_ok(e, t))
 		return HML_PASS;
 	return judge(x, hml_side_local(&x->mine, e->domain, iov, desc, count),
 		     0, false);
