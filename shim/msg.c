@@ -76,15 +76,37 @@ static fi_addr_t source(struct hml_ep *e, struct hml_ep *t)
 static bool early(const struct hml_rxq *q, const struct hml_side *src,
 		  const struct hml_ep *e)
 {
-	if (!__atomic_load_n(&q->owner->early_rx, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&q->owner->early_rx, __ATOMIC_RELAXED) &&
+	    !q->prov_msgs)
 		return false;
 	if (!src->device || src->len <= e->inject_size)
 		return true;
 	hml_warn_once("a same-process send of %zu bytes of device memory, "
 		      "over inject_size, to an endpoint that posted receives "
-		      "before its address was in an address vector waits for "
-		      "a receive posted after", src->len);
+		      "before its address was in an address vector, or that "
+		      "the provider may hold same-process messages for, waits "
+		      "for a receive posted after", src->len);
 	return false;
+}
+
+/*
+ * A same-process message the provider carries (a host inject over
+ * inject_size, more iovs than the shim takes) that no recorded receive
+ * takes may wait at the provider. A later message staged here would then
+ * be matched first, against FI_ORDER_SAS: from now on, messages to the
+ * queue that no recorded receive takes go to the provider too, as after
+ * early receives.
+ */
+static enum hml_verdict pass(struct hml_rxq *q, int tagged,
+			     const struct hml_msgin *in)
+{
+	bool busy;
+
+	pthread_mutex_lock(&q->lock);
+	if (!q->prov_msgs && !first_match(q, tagged, in, &busy))
+		q->prov_msgs = true;
+	pthread_mutex_unlock(&q->lock);
+	return HML_PASS;
 }
 
 /* The message, from a host buffer, injected by the provider: the buffer
@@ -164,16 +186,20 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 	ssize_t ret;
 	int err;
 
-	if (!q || q->no_cancel)
+	/* Endpoints that forbade CUDA calls tell the queue nothing (pass()
+	 * is for messages the shim could not take). */
+	if (!q || q->no_cancel || !hml_xfer_msg_ok(e, t))
 		return HML_PASS;
+	in.src = source(e, t);
 	v = hml_xfer_send(&x, e, t, m->msg_iov, m->desc, m->iov_count, flags,
 			  inject);
 	*res = x.err;
+	if (v == HML_PASS)
+		return pass(q, tagged, &in);
 	if (v != HML_DO)
 		return v;
 	src = &x.mine;
 	err = x.err;
-	in.src = source(e, t);
 	while (!err) {
 		pthread_mutex_lock(&q->lock);
 		r = first_match(q, tagged, &in, &busy);
