@@ -167,12 +167,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		if (!hml_rx_multi_left(r))
 			c.flags |= FI_MULTI_RECV;
 	}
-	/* A multi-receive buffer's release is always reported (fi_msg(3)). */
-	if (b->rx_cq && (c.err || (c.flags & FI_MULTI_RECV) ||
-			 !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-			 ((r->flags & FI_COMPLETION) && !r->silent)))
-		hml_cq_push(b->rx_cq, &c);
-	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c.len, c.err);
+	hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
 	return err;
 }
 

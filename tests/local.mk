@@ -30,7 +30,7 @@ tests_libtables_la_LIBADD = $(LDADD)
 
 EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/inert tests/config \
 	tests/closing tests/exact-host tests/check tests/settings tests/man \
-	tests/bounds-host
+	tests/bounds-host tests/layering
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)
