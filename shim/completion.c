@@ -8,6 +8,7 @@
 
 #include "hml.h"
 #include "hml_log.h"
+#include "hml_stats.h"
 
 static const size_t entry_sizes[] = {
 	[FI_CQ_FORMAT_UNSPEC] = sizeof(struct fi_cq_entry),
@@ -255,4 +256,5 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		hml_cq_unreserve(b->tx_cq);
 	if (cntr != HML_CNTR_NONE)
 		hml_cntr_bump(b->cntr[cntr], c->len, c->err);
+	hml_stat_error(c->err);
 }

@@ -11,6 +11,7 @@
 #include "hml_config.h"
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -131,6 +132,7 @@ static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
 	void *buf = malloc(src->len ? src->len : 1);
 	ssize_t ret;
 
+	HML_STAT(passed[HML_STAT_EARLY]);
 	if (!buf)
 		return -FI_ENOMEM;
 	host.mem[0].type = HML_MEM_HOST;
@@ -174,11 +176,12 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 	 * be one that forbade CUDA calls. */
 	if (!q || q->no_cancel || e->base->cuda_forbidden ||
 	    t->base->cuda_forbidden)
-		return HML_PASS;
+		return hml_stat_pass(q && !q->no_cancel ? HML_STAT_FORBIDDEN :
+				     HML_STAT_UNSUPPORTED);
 	err = hml_side_local(&src, e->domain, m->msg_iov, m->desc,
 			     m->iov_count);
 	if (err == -FI_E2BIG)
-		return HML_PASS;
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
 	if (err == -FI_EINVAL)		/* lengths past 2^64 */
 		return err;
 	if (!err && (ret = hml_inject_check(e, inject, flags, &src)))
@@ -195,7 +198,8 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		if (!r && !u && early(q, &src, e)) {
 			pthread_mutex_unlock(&q->lock);
 			return src.device ? bounce(e, m, flags, tagged, inject,
-						   &src) : HML_PASS;
+						   &src) :
+					    hml_stat_pass(HML_STAT_EARLY);
 		}
 		if (!r && (u ? !hml_rx_hold(q, u, tagged) : !hml_rx_room(q))) {
 			pthread_mutex_unlock(&q->lock);
@@ -225,7 +229,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		if (!u && !src.device && hml_config.self != HML_SELF_ALL &&
 		    !rx_device(t, r)) {
 			pthread_mutex_unlock(&q->lock);
-			return HML_PASS;
+			return hml_stat_pass(HML_STAT_HOST);
 		}
 		busy = r->in_use;
 		if (!busy)
@@ -234,6 +238,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 
 		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
 		case HML_WON:
+			HML_STAT(taken_back);
 			err = deliver(q, r, t, u ? &u->side : &src, &in);
 			goto done;
 		case HML_LOST:
@@ -260,7 +265,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			hml_warn_once("this provider cannot cancel receives: "
 				      "same-process messages pass through");
 			if (!u)
-				return HML_PASS;
+				return hml_stat_pass(HML_STAT_UNSUPPORTED);
 			pthread_mutex_lock(&q->lock);
 			ret = hml_rx_hold(q, u, tagged) ? 0 : -FI_EAGAIN;
 			pthread_mutex_unlock(&q->lock);
@@ -299,7 +304,7 @@ static ssize_t room_send(struct hml_ep *e, struct hml_ep *t,
 	ret = local_send(e, t, m, flags, tagged, inject);
 	if (ret)
 		hml_cq_unreserve(e->base->tx_cq);
-	return ret;
+	return hml_stat_ret(ret);
 }
 
 /* Each call: resolve the destination (a few loads for another process),
@@ -309,7 +314,7 @@ static ssize_t room_send(struct hml_ep *e, struct hml_ep *t,
 	struct hml_ep *t_ = hml_target(e, dest);			\
 	t_ ? room_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
-		tagged, inject) : HML_PASS; })
+		tagged, inject) : hml_stat_pass(HML_STAT_REMOTE); })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
@@ -407,7 +412,7 @@ static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 {
 	struct hml_ep *e = tagged_ep(ep), *t = hml_target(e, msg->addr);
 	ssize_t ret = t ? room_send(e, t, msg, flags, HML_TAGGED, false) :
-			  HML_PASS;
+			  hml_stat_pass(HML_STAT_REMOTE);
 
 	return ret != HML_PASS ? ret : e->prov_tagged->sendmsg(ep, msg, flags);
 }

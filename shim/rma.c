@@ -9,6 +9,7 @@
 #include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_stats.h"
 
 enum kind { READ, WRITE, INJECT };
 
@@ -88,7 +89,8 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	ssize_t ret = 0;
 
 	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
-		return HML_PASS;
+		return hml_stat_pass(e->base->cuda_forbidden ?
+				     HML_STAT_FORBIDDEN : HML_STAT_UNSUPPORTED);
 	err = hml_side_local(&mine, e->domain, msg->msg_iov, msg->desc,
 			     msg->iov_count);
 	terr = hml_side_target(&theirs, t, msg->rma_iov, msg->rma_iov_count,
@@ -103,7 +105,8 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	 * it cannot classify (no such key) it must judge itself. */
 	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
 	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL)) {
-		ret = HML_PASS;
+		ret = hml_stat_pass(err == -FI_E2BIG || terr == -FI_E2BIG ?
+				    HML_STAT_UNSUPPORTED : HML_STAT_HOST);
 		goto out;
 	}
 	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine)))
@@ -131,6 +134,9 @@ static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
 	} else {
 		c.len = mine.len;
 		complete_target(t, msg, flags, mrs, c.len, kind);
+		hml_stat_done(kind == READ ? HML_STAT_READ : HML_STAT_WRITE,
+			      kind == READ ? &theirs : &mine,
+			      kind == READ ? &mine : &theirs, c.len);
 	}
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
@@ -138,7 +144,7 @@ out:
 	/* A failed hml_side_target holds no region. */
 	if (!terr)
 		hml_side_put(mrs, msg->rma_iov_count);
-	return ret;
+	return hml_stat_ret(ret);
 }
 
 /* Each call: resolve the destination (a few loads when it is another
@@ -146,7 +152,7 @@ out:
 #define LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, data, flags, \
 		  kind) ({						\
 	struct hml_ep *e_ = rma_ep(ep), *t_ = hml_target(e_, dest);	\
-	ssize_t r_ = HML_PASS;						\
+	ssize_t r_;							\
 	if (t_) {							\
 		struct fi_rma_iov riov_ = { addr, 0, key };		\
 		struct fi_msg_rma msg_ = { iov, desc, count, dest, &riov_, 1, \
@@ -154,7 +160,8 @@ out:
 		for (size_t i_ = 0; i_ < (count); i_++)			\
 			riov_.len += (iov)[i_].iov_len;			\
 		r_ = local_rma(e_, t_, &msg_, flags, kind);		\
-	}								\
+	} else								\
+		r_ = hml_stat_pass(HML_STAT_REMOTE);			\
 	r_; })
 
 static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
@@ -250,7 +257,8 @@ static ssize_t msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
 {
 	struct hml_ep *e = rma_ep(ep), *t = hml_target(e, msg->addr);
 
-	return t ? local_rma(e, t, msg, flags, kind) : HML_PASS;
+	return t ? local_rma(e, t, msg, flags, kind) :
+		   hml_stat_pass(HML_STAT_REMOTE);
 }
 
 static ssize_t hml_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,

@@ -11,6 +11,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 #define BUCKETS 1024
 /* Messages staged for an owner whose provider gives no rx_size. */
@@ -173,6 +174,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 			 ((r->flags & FI_COMPLETION) && !r->silent)))
 		hml_cq_push(b->rx_cq, &c);
 	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c.len, c.err);
+	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
 	return err;
 }
 
@@ -356,6 +358,7 @@ bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 	*q->unexp_tail[tagged] = u;
 	q->unexp_tail[tagged] = &u->next;
 	q->nunexp++;
+	HML_STAT(staged);
 	return true;
 }
 

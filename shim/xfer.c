@@ -12,6 +12,7 @@
 #include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_stats.h"
 
 /* A region's memory type is asked once. Whoever wins the race from
  * UNKNOWN to BUSY asks and records it; anyone meanwhile asks for
@@ -131,7 +132,7 @@ ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
 	if (!(inject || (flags & FI_INJECT)) || s->len <= e->inject_size)
 		return 0;
 	if (!s->device)
-		return HML_PASS;
+		return hml_stat_pass(HML_STAT_HOST);
 	hml_warn_once("an inject of %zu bytes of device memory is over the "
 		      "endpoint's inject_size (%zu): -FI_EINVAL", s->len,
 		      e->inject_size);
