@@ -16,6 +16,7 @@ tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
 	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
 tests_wait_LDADD = $(LDADD) -lpthread
+tests_statsrun_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)

@@ -2,7 +2,8 @@
 /*
  * A scripted run for tests/stats, through the wrapper with HMEMLOOP_STATS
  * set. Endpoints a, b and c of this process; c forbids CUDA calls.
- *   fi_write a to b, device to device, 4096 bytes
+ *   fi_write a to b, device to device, 4096 bytes, from a thread that
+ *     ends before the process does (its counts must stay)
  *   fi_write a to b, host to device, 100 bytes
  *   fi_read a from b, device to host, 200 bytes
  *   fi_write a to b, host to host, 300 bytes (passed: host memory)
@@ -25,6 +26,7 @@
  * With -s: the other process, which prints its address in hex and takes
  * one message.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,11 +138,20 @@ static int remote(const char *hex)
 	return calls;
 }
 
+static void *thread_write(void *arg)
+{
+	(void) arg;
+	rma(&a, ab, false, dev1, LEN, &d1, &d2, d2.key, 0);
+	return NULL;
+}
+
 static void rma_part(void)
 {
+	pthread_t th;
 	bool no = false;
 
-	rma(&a, ab, false, dev1, LEN, &d1, &d2, d2.key, 0);
+	t_assert(!pthread_create(&th, NULL, thread_write, NULL) &&
+		 !pthread_join(th, NULL), "a thread");
 	rma(&a, ab, false, host, 100, &h1, &d2, d2.key, 0);
 	rma(&a, ab, true, host, 200, &h1, &d2, d2.key, 0);
 	printf("host rma calls: %d\n",
