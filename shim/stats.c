@@ -126,7 +126,7 @@ static void sum(struct hml_stats *t)
 
 static void text(const struct hml_stats *t)
 {
-	char line[1024];
+	char line[2048];
 	int pid = getpid(), n, any = 0;
 
 	n = snprintf(line, sizeof(line), "hmemloop: %d: stats: done here:", pid);
