@@ -36,7 +36,7 @@
 	X(stats, "HMEMLOOP_STATS", STRING, "0", "0 1 PATH",		\
 	  "`1`: when the process exits, a summary on stderr of what hmemloop " \
 	  "did: operations done here by kind and direction with bytes, errors " \
-	  "by kind, messages staged, receives taken back, operations passed " \
+	  "by code, messages staged, receives taken back, operations passed " \
 	  "through by reason (see hmemloop(7)); a path: the same as JSON in " \
 	  "that file, `%p` replaced by the process id")
 
