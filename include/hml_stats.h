@@ -72,26 +72,47 @@ static inline ssize_t hml_stat_pass(enum hml_stat_pass reason)
 	return HML_PASS;
 }
 
+/* Each below: a predicted branch, and a call only where counting. */
+void hml_stat_error_add(int err);
+void hml_stat_done_add(enum hml_stat_kind kind, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len);
+void hml_stat_recv_add(bool tagged, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len, int err);
+
 /* A positive FI_E* the library reported in a completion or returned; 0
  * is none. */
-void hml_stat_error(int err);
+static inline void hml_stat_error(int err)
+{
+	if (__builtin_expect(hml_stats_on, 0) && err)
+		hml_stat_error_add(err);
+}
 
 /* ret, a call's return: a refusal (negative, not -FI_EAGAIN) counted. */
 static inline ssize_t hml_stat_ret(ssize_t ret)
 {
 	if (__builtin_expect(hml_stats_on, 0) && ret < 0 && ret != -FI_EAGAIN)
-		hml_stat_error(-ret);
+		hml_stat_error_add(-ret);
 	return ret;
 }
 
 /* An operation done here, len bytes from src to dst. */
-void hml_stat_done(enum hml_stat_kind kind, const struct hml_side *src,
-		   const struct hml_side *dst, size_t len);
+static inline void hml_stat_done(enum hml_stat_kind kind,
+				 const struct hml_side *src,
+				 const struct hml_side *dst, size_t len)
+{
+	if (__builtin_expect(hml_stats_on, 0))
+		hml_stat_done_add(kind, src, dst, len);
+}
 
 /* A message delivered to a receive (hml_rx_deliver): done, or an error
  * (err, positive); dst is read only when the copy was made. */
-void hml_stat_recv(bool tagged, const struct hml_side *src,
-		   const struct hml_side *dst, size_t len, int err);
+static inline void hml_stat_recv(bool tagged, const struct hml_side *src,
+				 const struct hml_side *dst, size_t len,
+				 int err)
+{
+	if (__builtin_expect(hml_stats_on, 0))
+		hml_stat_recv_add(tagged, src, dst, len, err);
+}
 
 /* After the settings: count where HMEMLOOP_STATS asks for it. */
 void hml_stats_start(void);

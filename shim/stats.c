@@ -75,14 +75,12 @@ static void thread_end(void *p)
 	free(s);
 }
 
-void hml_stat_done(enum hml_stat_kind kind, const struct hml_side *src,
-		   const struct hml_side *dst, size_t len)
+void hml_stat_done_add(enum hml_stat_kind kind, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len)
 {
 	struct hml_stats *s;
 	int dir;
 
-	if (!hml_stats_on)
-		return;
 	dir = src->device ? (dst->device ? HML_STAT_D2D : HML_STAT_D2H) :
 			    (dst->device ? HML_STAT_H2D : HML_STAT_H2H);
 	s = hml_stats();
@@ -90,10 +88,8 @@ void hml_stat_done(enum hml_stat_kind kind, const struct hml_side *src,
 	s->bytes[kind][dir] += len;
 }
 
-void hml_stat_error(int err)
+void hml_stat_error_add(int err)
 {
-	if (!hml_stats_on || !err)
-		return;
 	hml_stats()->errors[err == FI_EINVAL ? HML_STAT_EINVAL :
 			    err == FI_EACCES ? HML_STAT_EACCES :
 			    err == FI_EIO ? HML_STAT_EIO :
@@ -102,14 +98,15 @@ void hml_stat_error(int err)
 			    HML_STAT_EOTHER]++;
 }
 
-void hml_stat_recv(bool tagged, const struct hml_side *src,
-		   const struct hml_side *dst, size_t len, int err)
+void hml_stat_recv_add(bool tagged, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len, int err)
 {
 	/* A truncated message is delivered, cut: done, and an error. */
 	if (!err || err == FI_ETRUNC)
-		hml_stat_done(tagged ? HML_STAT_TSEND : HML_STAT_SEND, src, dst,
-			      len);
-	hml_stat_error(err);
+		hml_stat_done_add(tagged ? HML_STAT_TSEND : HML_STAT_SEND, src,
+				  dst, len);
+	if (err)
+		hml_stat_error_add(err);
 }
 
 /* The totals. Threads still running may count on meanwhile: their last
