@@ -28,8 +28,9 @@ enum hml_stat_pass {
 	HML_STAT_REMOTE,	/* the destination is not in this process */
 	HML_STAT_HOST,		/* host memory only (HMEMLOOP_SELF=device) */
 	HML_STAT_FORBIDDEN,	/* an endpoint forbade CUDA calls */
-	HML_STAT_EARLY,		/* the receiver posted receives before its
-				 * address was in an AV (msg.c, early) */
+	HML_STAT_EARLY,		/* the provider may hold the match: early
+				 * receives, or messages it carries
+				 * (msg.c, early) */
 	HML_STAT_UNSUPPORTED,	/* more iovs than HML_IOV_MAX, a key the
 				 * library does not know, a receiver whose
 				 * receives are not recorded or cannot be
