@@ -6,6 +6,7 @@
  * (cqueue.c).
  */
 #include "hml.h"
+#include "hml_stats.h"
 
 /*
  * The initiator's completion, in the place taken on its transmit CQ: an
@@ -28,6 +29,7 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		hml_cq_unreserve(b->tx_cq);
 	if (cntr != HML_CNTR_NONE)
 		hml_cntr_bump(b->cntr[cntr], c->len, c->err);
+	hml_stat_error(c->err);
 }
 
 /* What the target of a successful RMA operation sees: counters bound to it

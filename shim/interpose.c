@@ -10,6 +10,7 @@
 
 #include "hml.h"
 #include "hml_config.h"
+#include "hml_stats.h"
 #include "hml_log.h"
 
 __thread int hml_depth;
@@ -94,5 +95,6 @@ __attribute__((constructor)) static void hml_init(void)
 {
 	hml_config_load();
 	hml_config_log();
+	hml_stats_start();
 	hml_info("%s", hml_config.enable ? "enabled" : "loaded, not enabled");
 }

@@ -10,6 +10,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -143,6 +144,7 @@ static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
 	void *buf = malloc(src->len ? src->len : 1);
 	ssize_t ret;
 
+	HML_STAT(passed[HML_STAT_EARLY]);
 	if (!buf)
 		return -FI_ENOMEM;
 	host.mem[0].type = HML_MEM_HOST;
@@ -188,8 +190,10 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 
 	/* Endpoints that forbade CUDA calls tell the queue nothing (pass()
 	 * is for messages the shim could not take). */
-	if (!q || q->no_cancel || !hml_xfer_msg_ok(e, t))
-		return HML_PASS;
+	if (!q || q->no_cancel)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
+	if (!hml_xfer_msg_ok(e, t))
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
 	in.src = source(e, t);
 	v = hml_xfer_send(&x, e, t, m->msg_iov, m->desc, m->iov_count, flags,
 			  inject);
@@ -211,7 +215,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 		if (!r && !u && early(q, src, e)) {
 			pthread_mutex_unlock(&q->lock);
 			if (!src->device)
-				return HML_PASS;
+				return hml_stat_pass(HML_STAT_EARLY);
 			*res = bounce(e, m, flags, tagged, inject, src);
 			return HML_DO;
 		}
@@ -245,7 +249,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 		if (!u && hml_xfer_host(&x, t->base->domain, r->iov, r->desc,
 					r->count)) {
 			pthread_mutex_unlock(&q->lock);
-			return HML_PASS;
+			return hml_stat_pass(HML_STAT_HOST);
 		}
 		busy = r->in_use;
 		if (!busy)
@@ -254,6 +258,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 
 		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
 		case HML_WON:
+			HML_STAT(taken_back);
 			err = deliver(q, r, t, u ? &u->side : src, &in);
 			goto done;
 		case HML_LOST:
@@ -280,7 +285,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 			hml_warn_once("this provider cannot cancel receives: "
 				      "same-process messages pass through");
 			if (!u)
-				return HML_PASS;
+				return hml_stat_pass(HML_STAT_UNSUPPORTED);
 			pthread_mutex_lock(&q->lock);
 			ret = hml_rx_hold(q, u, tagged) ? 0 : -FI_EAGAIN;
 			pthread_mutex_unlock(&q->lock);
@@ -323,6 +328,8 @@ static enum hml_verdict room_send(struct hml_ep *e, struct hml_ep *t,
 	v = local_send(e, t, m, flags, tagged, inject, res);
 	if (v != HML_DO || *res)
 		hml_cq_unreserve(e->base->tx_cq);
+	if (v != HML_PASS)
+		hml_stat_ret(*res);
 	return v;
 }
 
@@ -333,7 +340,7 @@ static enum hml_verdict room_send(struct hml_ep *e, struct hml_ep *t,
 	struct hml_ep *t_ = hml_target(e, dest);			\
 	t_ ? room_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
-		tagged, inject, res) : HML_PASS; })
+		tagged, inject, res) : hml_stat_pass(HML_STAT_REMOTE); })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
@@ -442,7 +449,9 @@ static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	struct hml_ep *e = tagged_ep(ep), *t = hml_target(e, msg->addr);
 	ssize_t ret;
 
-	if (t && room_send(e, t, msg, flags, HML_TAGGED, false, &ret) !=
+	if (!t)
+		hml_stat_pass(HML_STAT_REMOTE);
+	else if (room_send(e, t, msg, flags, HML_TAGGED, false, &ret) !=
 		 HML_PASS)
 		return ret;
 	return e->prov_tagged->sendmsg(ep, msg, flags);

@@ -7,7 +7,7 @@
 #include <rdma/fi_errno.h>
 
 #include "hml_log.h"
-#include "hml_xfer.h"
+#include "hml_stats.h"
 
 enum kind { READ, WRITE, INJECT };
 
@@ -57,7 +57,7 @@ static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
 	v = hml_xfer_rma(&x, e, t, msg, flags,
 			 kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
 			 kind == INJECT);
-	*ret = v == HML_REFUSE ? x.err : 0;
+	*ret = v == HML_REFUSE ? hml_stat_ret(x.err) : 0;
 	if (v != HML_DO)
 		goto out;
 	/* A place for each entry it may report, or nothing moves. */
@@ -80,6 +80,9 @@ static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
 	} else {
 		c.len = x.mine.len;
 		hml_complete_target(t, msg, flags, x.mrs, c.len, kind == READ);
+		hml_stat_done(kind == READ ? HML_STAT_READ : HML_STAT_WRITE,
+			      kind == READ ? &x.theirs : &x.mine,
+			      kind == READ ? &x.mine : &x.theirs, c.len);
 	}
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
@@ -101,7 +104,8 @@ out:
 		for (size_t i_ = 0; i_ < (count); i_++)			\
 			riov_.len += (iov)[i_].iov_len;			\
 		r_ = local_rma(e_, t_, &msg_, flags, kind, ret);	\
-	}								\
+	} else								\
+		hml_stat_pass(HML_STAT_REMOTE);				\
 	r_; })
 
 static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
@@ -199,7 +203,8 @@ static enum hml_verdict msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
 {
 	struct hml_ep *e = rma_ep(ep), *t = hml_target(e, msg->addr);
 
-	return t ? local_rma(e, t, msg, flags, kind, ret) : HML_PASS;
+	return t ? local_rma(e, t, msg, flags, kind, ret) :
+		   hml_stat_pass(HML_STAT_REMOTE);
 }
 
 static ssize_t hml_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,

@@ -11,6 +11,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 #define BUCKETS 1024
 /* Messages staged for an owner whose provider gives no rx_size. */
@@ -168,6 +169,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 			c.flags |= FI_MULTI_RECV;
 	}
 	hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
+	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
 	return err;
 }
 
@@ -351,6 +353,7 @@ bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 	*q->unexp_tail[tagged] = u;
 	q->unexp_tail[tagged] = &u->next;
 	q->nunexp++;
+	HML_STAT(staged);
 	return true;
 }
 

@@ -11,7 +11,7 @@
 
 #include "hml_config.h"
 #include "hml_log.h"
-#include "hml_xfer.h"
+#include "hml_stats.h"
 
 /* A region's memory type is asked once. Whoever wins the race from
  * UNKNOWN to BUSY asks and records it; anyone meanwhile asks for
@@ -237,14 +237,15 @@ static enum hml_verdict judge(struct hml_xfer *x, int err, int terr,
 	x->err = err ? err : terr;
 	if (err == -FI_EINVAL)
 		return HML_REFUSE;
-	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
-	    (known && !x->all && !x->mine.device && !x->theirs.device))
-		return HML_PASS;
+	if (err == -FI_E2BIG || terr == -FI_E2BIG)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
+	if (known && !x->all && !x->mine.device && !x->theirs.device)
+		return hml_stat_pass(HML_STAT_HOST);
 	if (err || !(x->inject || (x->flags & FI_INJECT)) ||
 	    x->mine.len <= x->e->inject_size)
 		return HML_DO;
 	if (!x->mine.device)
-		return HML_PASS;
+		return hml_stat_pass(HML_STAT_HOST);
 	hml_warn_once("an inject of %zu bytes of device memory is over the "
 		      "endpoint's inject_size (%zu): -FI_EINVAL", x->mine.len,
 		      x->e->inject_size);
@@ -276,8 +277,10 @@ enum hml_verdict hml_xfer_rma(struct hml_xfer *x, struct hml_ep *e,
 	int err, terr;
 
 	start(x, e, t, flags, inject);
-	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
-		return HML_PASS;
+	if (e->base->cuda_forbidden)
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
+	if (msg->rma_iov_count > HML_IOV_MAX)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
 	err = hml_side_local(&x->mine, e->domain, msg->msg_iov, msg->desc,
 			     msg->iov_count);
 	terr = side_target(&x->theirs, t, msg->rma_iov, msg->rma_iov_count,
@@ -303,7 +306,7 @@ enum hml_verdict hml_xfer_send(struct hml_xfer *x, struct hml_ep *e,
 {
 	start(x, e, t, flags, inject);
 	if (!hml_xfer_msg_ok(e, t))
-		return HML_PASS;
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
 	return judge(x, hml_side_local(&x->mine, e->domain, iov, desc, count),
 		     0, false);
 }

@@ -7,7 +7,8 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
 	tests/wait tests/stress tests/shapes tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
-	tests/threading tests/peers tests/exact tests/fuzz tests/bounds
+	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
+	tests/statsrun
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
@@ -15,6 +16,7 @@ tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
 	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
 tests_wait_LDADD = $(LDADD) -lpthread
+tests_statsrun_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)
@@ -30,7 +32,7 @@ tests_libtables_la_LIBADD = $(LDADD)
 
 EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/inert tests/config \
 	tests/closing tests/exact-host tests/check tests/settings tests/man \
-	tests/bounds-host tests/layering
+	tests/bounds-host tests/layering tests/stats
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)
