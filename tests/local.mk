@@ -29,7 +29,7 @@ tests_libtables_la_CFLAGS = $(AM_CFLAGS)
 tests_libtables_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_libtables_la_LIBADD = $(LDADD)
 
-EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/enable-tables \
+EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/enable-tables \
 	tests/config tests/closeorder-clean tests/exact-host tests/check \
 	tests/settings tests/man tests/bounds-host
 
