@@ -128,6 +128,8 @@ struct hml_rxq {
 	struct hml_unexp **unexp_tail[2];
 	size_t nunexp, max_unexp;	/* at most the owner's rx_size */
 	bool closed;			/* its endpoint is closed */
+	bool prov_msgs;			/* the provider may hold messages
+					 * from this process (msg.c) */
 	struct hml_rx *orphans;		/* taken back, sender gone */
 	struct hml_cq *cqs[HML_CQ_RXQS];/* where its completions appear */
 	int ncqs;

@@ -86,15 +86,36 @@ static fi_addr_t source(struct hml_ep *e, struct hml_ep *t)
 static bool early(const struct hml_rxq *q, const struct hml_side *src,
 		  const struct hml_ep *e)
 {
-	if (!__atomic_load_n(&q->owner->early_rx, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&q->owner->early_rx, __ATOMIC_RELAXED) &&
+	    !q->prov_msgs)
 		return false;
 	if (!src->device || src->len <= e->inject_size)
 		return true;
 	hml_warn_once("a same-process send of %zu bytes of device memory, "
 		      "over inject_size, to an endpoint that posted receives "
-		      "before its address was in an address vector waits for "
-		      "a receive posted after", src->len);
+		      "before its address was in an address vector, or that "
+		      "the provider may hold same-process messages for, waits "
+		      "for a receive posted after", src->len);
 	return false;
+}
+
+/*
+ * A same-process message the provider carries (a host inject over
+ * inject_size, more iovs than the shim takes) that no recorded receive
+ * takes may wait at the provider. A later message staged here would then
+ * be matched first, against FI_ORDER_SAS: from now on, messages to the
+ * queue that no recorded receive takes go to the provider too, as after
+ * early receives.
+ */
+static ssize_t pass(struct hml_rxq *q, int tagged, const struct hml_msgin *in)
+{
+	bool busy;
+
+	pthread_mutex_lock(&q->lock);
+	if (!q->prov_msgs && !first_match(q, tagged, in, &busy))
+		q->prov_msgs = true;
+	pthread_mutex_unlock(&q->lock);
+	return HML_PASS;
 }
 
 /* The message, from a host buffer, injected by the provider: the buffer
@@ -175,15 +196,15 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 	if (!q || q->no_cancel || e->base->cuda_forbidden ||
 	    t->base->cuda_forbidden)
 		return HML_PASS;
+	in.src = source(e, t);
 	err = hml_side_local(&src, e->domain, m->msg_iov, m->desc,
 			     m->iov_count);
 	if (err == -FI_E2BIG)
-		return HML_PASS;
+		return pass(q, tagged, &in);
 	if (err == -FI_EINVAL)		/* lengths past 2^64 */
 		return err;
 	if (!err && (ret = hml_inject_check(e, inject, flags, &src)))
-		return ret;
-	in.src = source(e, t);
+		return ret == HML_PASS ? pass(q, tagged, &in) : ret;
 	while (!err) {
 		pthread_mutex_lock(&q->lock);
 		r = first_match(q, tagged, &in, &busy);

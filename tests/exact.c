@@ -23,6 +23,9 @@
  *   kept     a directed untagged receive hmemloop keeps and one the
  *            provider holds, with one context: filled in posting order;
  *            the application cancels either (see kept())
+ *   order    an inject over inject_size from host memory, which the
+ *            provider carries, then a small send: with no receive posted
+ *            yet, the first receive takes the inject (FI_ORDER_SAS)
  *
  * By default on device memory: without hmemloop the provider touches it
  * and the run fails. With -H on host memory, printing "digest:" lines that
@@ -642,6 +645,69 @@ static void kept(void)
 	t_ok("%s: the provider's outcomes", what);
 }
 
+/* An inject over inject_size from host memory (some providers take one:
+ * tcp;ofi_rxm, seed 6 of tests/fuzz), then a send of src's slot 3 no
+ * longer than inject_size, into host receives: the provider holds the
+ * inject, and would copy it into a device receive itself (README,
+ * Limits). */
+static void host_recv(int i, void *ctx)
+{
+	t_post(ep[B].cq, fi_recv(ep[B].ep, hdst + i * (SLOT / 2), SLOT / 2,
+				 hdst_mr.desc, FI_ADDR_UNSPEC, ctx));
+}
+
+static void order(void)
+{
+	const char *what = "an inject over inject_size, then a send";
+	size_t big = fab.info->tx_attr->inject_size + 1;
+	size_t small = big - 1 < LEN ? big - 1 : LEN;
+	struct fi_context2 r1, r2, s;
+	struct ent g;
+	ssize_t ret;
+
+	if (big > SLOT / 2) {
+		printf("digest: order: inject_size %zu, no inject over it "
+		       "here\n", big - 1);
+		return;
+	}
+	memset(hdst, 0xa5, SLOT);
+	t_fill(hsrc, big, 41);
+	t_fill(scratch, small, 42);
+	t_mem_put(src + 3 * SLOT, scratch, small);
+	/* Until the provider has connected a to b: both make progress. */
+	while ((ret = fi_inject(ep[A].ep, hsrc, big, addr[A][B])) ==
+	       -FI_EAGAIN) {
+		(void) fi_cq_read(ep[A].cq, NULL, 0);
+		(void) fi_cq_read(ep[B].cq, NULL, 0);
+	}
+	if (ret) {
+		printf("digest: order: an inject over inject_size: %s\n",
+		       fi_strerror((int) -ret));
+		return;
+	}
+	t_post(ep[A].cq, fi_send(ep[A].ep, src + 3 * SLOT, small, src_mr.desc,
+				 addr[A][B], &s));
+	tx_done(A, &s, what);
+	host_recv(0, &r1);
+	g = next(B, what);
+	t_assert(g.ctx == &r1 && !g.err && g.len == big, "%s: the first "
+		 "receive: context %p err %d len %zu, expected the inject's "
+		 "%zu bytes (FI_ORDER_SAS)", what, g.ctx, g.err, g.len, big);
+	host_recv(1, &r2);
+	g = next(B, what);
+	t_assert(g.ctx == &r2 && !g.err && g.len == small, "%s: the second "
+		 "receive: context %p err %d len %zu, expected the send's %zu "
+		 "bytes", what, g.ctx, g.err, g.len, small);
+	quiet(B, what);
+	t_assert(t_check(hdst, big, 41), "%s: the first receive lacks the "
+		 "inject's bytes", what);
+	t_assert(t_check(hdst + SLOT / 2, small, 42), "%s: the second "
+		 "receive lacks the send's bytes", what);
+	printf("digest: order: the inject in the first receive, the send in "
+	       "the second\n");
+	t_ok("%s: matched in send order", what);
+}
+
 static void open_all(void)
 {
 	if (t_open_hints(&fab, hints(FI_MSG)) == -FI_ENODATA)
@@ -688,6 +754,7 @@ static const struct {
 	{ "rxcntr", rxcntr },
 	{ "txcntr", txcntr },
 	{ "kept", kept },
+	{ "order", order },
 };
 
 int main(int argc, char **argv)

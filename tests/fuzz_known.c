@@ -90,17 +90,11 @@ static const struct {
 	  "beside FI_TAGGED, and FI_REMOTE_CQ_DATA on transmit entries; "
 	  "reports a truncated receive with len the message's length; and "
 	  "sends no data for FI_REMOTE_CQ_DATA in fi_sendmsg's flags" },
-	{ "", HOST, FZ_DELIVERY, 0,
-	  "hmemloop bug, open: a same-process send with FI_DELIVERY_COMPLETE "
-	  "that no receive has taken completes at once through hmemloop (the "
-	  "message staged, shim/msg.c); the provider alone completes it only "
-	  "once a receive takes it (seed 5 on shm)" },
-	{ "", HOST, FZ_INJECT_WAITS, 0,
-	  "hmemloop bug, open: a same-process fi_tinject that no receive is "
-	  "posted for is overtaken by a later same-process send: a receive "
-	  "posted afterwards that matches both takes the later one, with "
-	  "FI_ORDER_SAS (seed 6 on tcp;ofi_rxm: tinject tag 3, tsenddata "
-	  "tag 1, then trecvmsg tag 1 ignore 3)" },
+	{ "shm|efa", HOST, FZ_DELIVERY, 0,
+	  "shm alone completes a send with FI_DELIVERY_COMPLETE only once a "
+	  "receive takes the message (seed 5); fi_cq(3) lets a message the "
+	  "peer buffers complete, as tcp;ofi_rxm, sockets and udp;ofi_rxd "
+	  "alone and hmemloop's staged messages do (README, Limits)" },
 };
 
 /* Whether entry i names prov: "" every provider, else names a part of
