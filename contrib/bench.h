@@ -52,9 +52,9 @@ struct b_opts {
 	bool mr_hmem;			/* FI_MR_HMEM in the hints */
 };
 
+/* bench_util.c */
 extern struct b_opts b_opt;
 
-/* bench.c */
 void b_die(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 double b_now(void);

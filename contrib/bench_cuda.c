@@ -1,7 +1,7 @@
 /*
  * The CUDA driver, opened with dlopen and resolved through
  * cuGetProcAddress_v2, so that the bench links no libcuda and runs the
- * same on a GPU and on the driver double from tests/cuda.
+ * same on a GPU and on the driver double from tests/doubles/cuda.
  */
 #include <dlfcn.h>
 #include <stdio.h>

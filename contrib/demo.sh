@@ -6,8 +6,8 @@ demo=$builddir/contrib/hmemloop-demo
 if nvidia-smi -L >/dev/null 2>&1; then
 	echo "CUDA: the GPU's driver"
 else
-	echo "CUDA: no GPU here, so the driver double in tests/cuda"
-	LD_LIBRARY_PATH=$builddir/tests/cuda/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	echo "CUDA: no GPU here, so the driver double in tests/doubles/cuda"
+	LD_LIBRARY_PATH=$builddir/tests/doubles/cuda/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export LD_LIBRARY_PATH
 fi
 

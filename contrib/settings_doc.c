@@ -53,10 +53,8 @@ static void values(const struct hml_setting *v, const char *sep)
 {
 	const char *w = v->values;
 
-	if (v->type == HML_STRING) {
-		printf("%s", v->def[0] ? "PATH" : "");
-		return;
-	}
+	if (!w[0])
+		w = "PATH";
 	for (; *w; w++)
 		if (*w == ' ')
 			fputs(sep, stdout);

@@ -15,6 +15,16 @@
  * own name: providers call their own ops through the fid (util's CQ read
  * calls fi_cq_readfrom), so a wrapper forwarding to another op could be
  * called back by it for ever. cq.c says where it departs from this.
+ *
+ * Lock order. Where locks nest, the outer one comes first:
+ *   track.c's share_lock > a CQ's pump_lock (takeback.c) > a receive
+ *   queue's lock (hml_msg.h) > a domain's MR map lock (mrmap.c), and
+ *   cuda.c's failed_lock, each taken alone;
+ *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
+ *   under a receive queue's lock;
+ *   av.c's list lock > an AV's lock (hml_av.h).
+ * The registry's lock (registry.c) and getinfo.c's verdict_lock are taken
+ * alone. No provider call is made under a receive queue's lock.
  */
 #ifndef HML_H
 #define HML_H
@@ -41,7 +51,7 @@
 	((type *) ((char *) (ptr) - offsetof(type, member)))
 
 /*
- * A copy of a provider op table. Tables grow at their end between libfabric
+ * fid.c: a copy of a provider op table. Tables grow at their end between libfabric
  * releases, and FI_CHECK_OP() trusts their size field, so the copy keeps the
  * provider's size and room for entries newer than our headers know.
  */
@@ -66,7 +76,7 @@ void hml_table_copy(void *copy, const void *prov);
 			(tbl)->member = (fn);				\
 	} while (0)
 
-/* interpose.c: libfabric's symbol name@version; hml_resolve warns where it
+/* symbols.c: libfabric's symbol name@version; hml_resolve warns where it
  * is missing. */
 void *hml_lookup(const char *name, const char *version);
 void *hml_resolve(const char *name, const char *version);
@@ -137,7 +147,7 @@ struct hml_cntr {
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
-/* cq.c and completion.c */
+/* cq.c: completion queues; cqueue.c: their queues of the shim's entries */
 #define HML_CQ_RXQS 64
 struct hml_rxq;
 
@@ -170,7 +180,7 @@ struct hml_cq {
 	bool exported;			/* atomic: FI_GETWAIT was asked */
 	bool stray;			/* atomic: signalled, nobody asleep */
 
-	/* completion.c: the shim's entries, oldest at head */
+	/* cqueue.c: the shim's entries, oldest at head */
 	pthread_mutex_t lock;
 	pthread_mutex_t pump_lock;	/* takeback.c: one pump at a time */
 	bool from;			/* the provider has readfrom */
@@ -208,54 +218,29 @@ struct hml_cq_err {
 	fi_addr_t src_addr;
 };
 
-size_t hml_cq_err_size(uint32_t api_version);
 void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		 const struct fi_cq_attr *attr);
-size_t hml_cq_entry_size(enum fi_cq_format format);
+bool hml_cq_busy(struct fid *fid);
 /* Where fi_cq_attr gives no size: the default of util, efa and verbs. */
 #define HML_CQ_DEFAULT_SIZE 1024
+
+/* cqueue.c */
+size_t hml_cq_err_size(uint32_t api_version);
+size_t hml_cq_entry_size(enum fi_cq_format format);
 bool hml_cq_reserve(struct hml_cq *cq);
 void hml_cq_unreserve(struct hml_cq *cq);
 size_t hml_cq_room(struct hml_cq *cq);
 int hml_cq_push(struct hml_cq *cq, const struct hml_cqe *e);
 int hml_cq_push_reserved(struct hml_cq *cq, const struct hml_cqe *e);
-void hml_cq_wake(struct hml_cq *cq);	/* cqwake.c */
-bool hml_cq_busy(struct fid *fid);
 ssize_t hml_cq_take(struct hml_cq *cq, void *buf, size_t count,
 		    fi_addr_t *src);
 bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
-/* av.c */
-struct name;
-struct local;
+/* cqwake.c */
+void hml_cq_wake(struct hml_cq *cq);
 
-struct hml_av {
-	struct hml_fid h;
-	HML_TABLE(struct fi_ops_av) ops;
-	const struct fi_ops_av *prov;
-	struct fid_av *av;
-	struct hml_domain *domain;
-	uint32_t addr_format;
-	int rx_ctx_bits;
-
-	/* selfaddr.c: the cache of verdicts */
-	pthread_mutex_t lock;		/* writers; readers take none */
-	struct hml_av_cache *cache;	/* atomic */
-	struct hml_av_cache *retired;
-	unsigned int gen;		/* atomic: bumped on insert, remove */
-	struct name **names;		/* what was inserted, by fi_addr */
-	size_t naddrs;			/* at most this many in it */
-	size_t nslots;			/* table indices it may have handed
-					 * out are below this */
-	unsigned int remote_gen;	/* atomic: all its addresses are other
-					 * processes' as of this hml_self_gen
-					 * (0: not known) */
-	struct local *locals;		/* its endpoints of this process */
-	struct hml_av *next_av;		/* registry.c: all AVs */
-};
-
-void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
-		 const struct fi_av_attr *attr);
+/* av.c: address vectors (hml_av.h) */
+struct hml_av;
 
 /* ep.c */
 enum {
@@ -322,53 +307,20 @@ struct hml_ep {
 struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 			   const struct fi_info *info);
 
+/* completion.c: what the initiator, an RMA target and a receive report */
+struct hml_mr;
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
+void hml_complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
+			 uint64_t flags, struct hml_mr **mrs, size_t len,
+			 bool read);
+void hml_complete_rx(struct hml_ep *t, const struct hml_cqe *c, bool asked);
 
-/* registry.c: the endpoints of this process, and the address vectors */
+/* registry.c: the endpoints of this process */
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
-void hml_self_forget(struct hml_ep *e);	/* it closes */
 struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
-void hml_av_list(struct hml_av *av);
-void hml_av_unlist(struct hml_av *av);
-
-/* selfaddr.c: is an address an endpoint of this process? */
-void hml_av_forget(struct hml_av *av, struct hml_ep *e);
-
-struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
-
-/* The address vector an endpoint's addresses are in: its own, or that of
- * the scalable endpoint it is a context of. */
-static inline struct hml_av *hml_ep_av(const struct hml_ep *b)
-{
-	return b->av ? b->av : b->sep ? b->sep->av : NULL;
-}
-
-/* The endpoint of this process an operation of e to addr reaches, if any:
- * for another process, a few loads and no lock. */
-static inline struct hml_ep *hml_target(struct hml_ep *e, fi_addr_t addr)
-{
-	struct hml_ep *b = e->base;
-	struct hml_av *av = hml_ep_av(b);
-	unsigned int rg;
-
-	if (!av || b->opaque)
-		return NULL;
-	/* An AV with no address of this process: nothing to look up. */
-	rg = __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE);
-	if (rg && rg == __atomic_load_n(&hml_self_gen, __ATOMIC_ACQUIRE))
-		return NULL;
-	return hml_av_target(av, addr);
-}
-void hml_av_changed(struct hml_av *av);
-void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
-		     const fi_addr_t *fi_addr, bool was_empty);
-void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
-fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep);
-int hml_av_cache_init(struct hml_av *av);
-void hml_av_cache_fini(struct hml_av *av);
 
 /* mr.c and mrmap.c */
 struct hml_mr {
@@ -416,35 +368,11 @@ void hml_rx_share(struct hml_ep *e);
 void hml_rxq_free(struct hml_rxq *q);
 ssize_t hml_rx_cancel(fid_t fid, void *context);
 
-/* xfer.c: the buffers of one side of a same-process transfer */
-#define HML_IOV_MAX 64
-
-struct hml_side {
-	size_t count;
-	size_t len;
-	bool device;			/* some buffer is device memory */
-	struct iovec iov[HML_IOV_MAX];
-	struct hml_mem mem[HML_IOV_MAX];
-};
-
-int hml_side_local(struct hml_side *s, struct hml_domain *d,
-		   const struct iovec *iov, void **desc, size_t count);
-int hml_side_target(struct hml_side *s, struct hml_ep *t,
-		    const struct fi_rma_iov *riov, size_t count,
-		    uint64_t access, struct hml_mr **mrs);
-void hml_side_put(struct hml_mr **mrs, size_t count);
-ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
-			 const struct hml_side *s);
-int hml_move(const struct hml_side *dst, const struct hml_side *src,
-	     size_t len);
-const struct hml_mem *hml_side_device(const struct hml_side *s);
-
 /* A one-buffer iovec, for the calls that take a buffer and a length:
  * built only on the path that needs one. */
 #define HML_IOV(buf, len) (&(struct iovec) { (void *) (buf), (len) })
 
 /* rma.c */
-#define HML_PASS 1			/* not ours: the provider's to do */
 void hml_rma_ops(struct fi_ops_rma *ops);
 
 /* getinfo.c and hmem.c: FI_HMEM asked for on the application's behalf */
@@ -456,7 +384,7 @@ struct fi_info *hml_hmem_domain_info(const struct fi_info *info);
 struct fi_info *hml_hmem_ep_info(const struct hml_domain *d,
 				 struct fi_info *info);
 void hml_hmem_put(struct fi_info *used, const struct fi_info *info);
-int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
-		 bool apps, uint64_t flags, struct fid_mr **mr);
+bool hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
+		  bool apps, uint64_t flags, struct fid_mr **mr);
 
 #endif

@@ -32,7 +32,13 @@
 	  "device memory between processes (see Between processes): " \
 	  "`off`; `auto`, where the hints ask for `FI_MR_HMEM` without " \
 	  "`FI_HMEM`; `on`, wherever the hints lack `FI_HMEM`. Only where " \
-	  "CUDA registrations work")
+	  "CUDA registrations work")					\
+	X(stats, "HMEMLOOP_STATS", STRING, "0", "0 1 PATH",		\
+	  "`1`: when the process exits, a summary on stderr of what hmemloop " \
+	  "did: operations done here by kind and direction with bytes, errors " \
+	  "by code, messages staged, receives taken back, operations passed " \
+	  "through by reason (see hmemloop(7)); a path: the same as JSON in " \
+	  "that file, `%p` replaced by the process id")
 
 enum hml_self_mode {
 	HML_SELF_DEVICE,	/* intercept same-process ops touching device memory */

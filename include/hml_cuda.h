@@ -18,6 +18,7 @@ struct hml_cuda_sym {
 const char *hml_cuda_procs(void *lib, void *table,
 			   const struct hml_cuda_sym *syms, size_t n);
 
+/* cuda.c: the driver's calls the data path makes */
 enum hml_memtype {
 	HML_MEM_UNKNOWN,		/* not asked yet */
 	HML_MEM_HOST,

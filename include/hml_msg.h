@@ -53,7 +53,7 @@
 #ifndef HML_MSG_H
 #define HML_MSG_H
 
-#include "hml.h"
+#include "hml_xfer.h"
 
 enum {
 	HML_UNTAGGED,

@@ -16,6 +16,6 @@ AC_DEFUN([HML_CHECK_CUDA], [
   dnl double (tests/harness decides).
   AS_IF([test -e "$with_cuda/lib64/stubs/libcuda.so"],
     [CUDA_TEST_LIBS="-L$with_cuda/lib64/stubs -lcuda"],
-    [CUDA_TEST_LIBS='$(top_builddir)/tests/cuda/.libs/libcuda.so.1'])
+    [CUDA_TEST_LIBS='$(top_builddir)/tests/doubles/cuda/.libs/libcuda.so.1'])
   AC_SUBST([CUDA_TEST_LIBS])
 ])

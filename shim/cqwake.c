@@ -1,6 +1,6 @@
 /*
  * Waking a thread asleep on a CQ in the provider's sread (cq.c counts the
- * sleepers) when a shim entry is queued (completion.c). Its own file, so
+ * sleepers) when a shim entry is queued (cqueue.c). Its own file, so
  * that queueing an entry calls nothing that reads the CQ.
  */
 #include "hml.h"

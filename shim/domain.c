@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml.h"
+#include "hml_av.h"
 #include "hml_log.h"
 
 static struct hml_domain *domain_of(struct fid_domain *domain)
@@ -125,9 +125,8 @@ static int hml_mr_reg(struct fid *fid, const void *buf, size_t len,
 	};
 	int ret;
 
-	ret = hml_hmem_reg(d, &attr, false, flags, mr);
-	if (ret != HML_PASS)
-		return ret;
+	if (hml_hmem_reg(d, &attr, false, flags, mr))
+		return 0;
 	ret = HML_FORWARD(d->prov_mr->reg(fid, buf, len, access, offset,
 					  requested_key, flags, mr, context));
 	if (!ret)
@@ -147,9 +146,8 @@ static int hml_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
 	};
 	int ret;
 
-	ret = hml_hmem_reg(d, &attr, false, flags, mr);
-	if (ret != HML_PASS)
-		return ret;
+	if (hml_hmem_reg(d, &attr, false, flags, mr))
+		return 0;
 	ret = HML_FORWARD(d->prov_mr->regv(fid, iov, count, access, offset,
 					   requested_key, flags, mr, context));
 	if (!ret)
@@ -163,9 +161,8 @@ static int hml_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	struct hml_domain *d = mr_domain_of(fid);
 	int ret;
 
-	ret = hml_hmem_reg(d, attr, true, flags, mr);
-	if (ret != HML_PASS)
-		return ret;
+	if (hml_hmem_reg(d, attr, true, flags, mr))
+		return 0;
 	ret = HML_FORWARD(d->prov_mr->regattr(fid, attr, flags, mr));
 	if (!ret)
 		hml_mr_wrap(d, *mr, attr, flags);

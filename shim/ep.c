@@ -270,7 +270,10 @@ static void release(struct hml_fid *h)
 {
 	struct hml_ep *e = hml_container_of(h, struct hml_ep, h);
 
-	hml_self_forget(e);
+	/* It leaves the registry and every address vector (its memory may
+	 * be the next endpoint's). */
+	hml_self_remove(e);
+	hml_avs_forget(e);
 	hml_rx_drop_target(e);
 	if (e->sep && e->sep->rx_ctx && e->index >= 0 &&
 	    e->sep->rx_ctx[e->index] == e)

@@ -91,12 +91,12 @@ static int device_of(const struct fi_mr_attr *attr)
  * Register device memory that the application registers as host memory
  * with FI_HMEM_CUDA and its device; attr is the application's own where
  * it called fi_mr_regattr (then as long as its API version makes it), else
- * the shim's. HML_PASS where there is nothing to name, and where the
- * provider refuses it: the application then gets the registration it
- * asked for, which worked before.
+ * the shim's. True if it is made; false where there is nothing to name,
+ * and where the provider refuses it: the application then gets the
+ * registration it asked for, which worked before.
  */
-int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
-		 bool apps, uint64_t flags, struct fid_mr **mr)
+bool hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
+		  bool apps, uint64_t flags, struct fid_mr **mr)
 {
 	union {
 		struct fi_mr_attr attr;
@@ -105,10 +105,10 @@ int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
 	int dev, ret;
 
 	if (!d->hmem || attr->iface != FI_HMEM_SYSTEM || (flags & HML_MR_DMABUF))
-		return HML_PASS;
+		return false;
 	dev = device_of(attr);
 	if (dev < 0)
-		return HML_PASS;
+		return false;
 	memcpy(&u, attr, apps ? mr_attr_size(d->fabric->api_version) :
 			       sizeof(*attr));
 	u.attr.iface = FI_HMEM_CUDA;
@@ -120,11 +120,11 @@ int hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
 			 "refused as FI_HMEM_CUDA (%d): made as the "
 			 "application asked", attr->mr_iov[0].iov_base,
 			 attr->iov_count, dev, ret);
-		return HML_PASS;
+		return false;
 	}
 	hml_mr_wrap(d, *mr, &u.attr, flags);
 	hml_debug("registration %p of %p (%zu buffers): FI_HMEM_CUDA, "
 		  "device %d", *mr, attr->mr_iov[0].iov_base, attr->iov_count,
 		  dev);
-	return 0;
+	return true;
 }

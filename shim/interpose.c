@@ -6,11 +6,11 @@
  * definition of its own, so an old binary's fi_fabric@FABRIC_1.0, which
  * passes an older attribute layout, reaches libfabric's compat entry.
  */
-#include <dlfcn.h>
 #include <string.h>
 
 #include "hml.h"
 #include "hml_config.h"
+#include "hml_stats.h"
 #include "hml_log.h"
 
 __thread int hml_depth;
@@ -19,29 +19,6 @@ typedef int (*fabric_fn)(void *attr, struct fid_fabric **fabric,
 			 void *context);
 typedef int (*fabric2_fn)(struct fi_info *info, struct fid_fabric **fabric,
 			  uint64_t flags, void *context);
-
-void *hml_lookup(const char *name, const char *version)
-{
-	void *fn = dlvsym(RTLD_NEXT, name, version);
-	void *lib;
-
-	/* libfabric loaded only by a plugin opened RTLD_LOCAL is not in the
-	 * global scope that RTLD_NEXT searches. */
-	if (!fn && (lib = dlopen("libfabric.so.1", RTLD_NOLOAD | RTLD_LAZY))) {
-		fn = dlvsym(lib, name, version);
-		dlclose(lib);
-	}
-	return fn;
-}
-
-void *hml_resolve(const char *name, const char *version)
-{
-	void *fn = hml_lookup(name, version);
-
-	if (!fn)
-		hml_warn("libfabric's %s@%s not found", name, version);
-	return fn;
-}
 
 #define REAL(var, name, version) ({					\
 		if (!__atomic_load_n(&var, __ATOMIC_ACQUIRE))		\
@@ -118,5 +95,6 @@ __attribute__((constructor)) static void hml_init(void)
 {
 	hml_config_load();
 	hml_config_log();
+	hml_stats_start();
 	hml_info("%s", hml_config.enable ? "enabled" : "loaded, not enabled");
 }

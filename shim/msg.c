@@ -8,9 +8,9 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "hml_config.h"
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -40,15 +40,6 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 		return r;
 	}
 	return NULL;
-}
-
-static bool rx_device(struct hml_ep *t, const struct hml_rx *r)
-{
-	struct hml_side dst;
-
-	/* Cannot tell: treat it as device memory, which is always safe. */
-	return hml_side_local(&dst, t->base->domain, r->iov, r->desc,
-			      r->count) || dst.device;
 }
 
 /* Copy the message into a receive the sender holds; a multi-receive buffer
@@ -107,7 +98,8 @@ static bool early(const struct hml_rxq *q, const struct hml_side *src,
  * queue that no recorded receive takes go to the provider too, as after
  * early receives.
  */
-static ssize_t pass(struct hml_rxq *q, int tagged, const struct hml_msgin *in)
+static enum hml_verdict pass(struct hml_rxq *q, int tagged,
+			     const struct hml_msgin *in)
 {
 	bool busy;
 
@@ -152,6 +144,7 @@ static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
 	void *buf = malloc(src->len ? src->len : 1);
 	ssize_t ret;
 
+	HML_STAT(passed[HML_STAT_EARLY]);
 	if (!buf)
 		return -FI_ENOMEM;
 	host.mem[0].type = HML_MEM_HOST;
@@ -166,12 +159,14 @@ static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
 }
 
 /*
- * HML_PASS when the provider should carry it; otherwise 0, with the
- * message delivered or held and the sender's completion reported.
+ * HML_PASS when the provider should carry it; otherwise *res is the call's
+ * return: 0 with the message delivered or held and the sender's completion
+ * reported, or an error with nothing reported.
  */
-static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
-			  const struct fi_msg_tagged *m, uint64_t flags,
-			  int tagged, bool inject)
+static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
+				   const struct fi_msg_tagged *m,
+				   uint64_t flags, int tagged, bool inject,
+				   ssize_t *res)
 {
 	struct hml_rxq *q = hml_rxq_of(t);
 	struct hml_msgin in = {
@@ -185,26 +180,30 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		.src_addr = FI_ADDR_NOTAVAIL,
 	};
 	struct hml_unexp *u = NULL;
-	struct hml_side src;
+	const struct hml_side *src;
+	enum hml_verdict v;
+	struct hml_xfer x;
 	struct hml_rx *r;
 	bool busy;
 	ssize_t ret;
 	int err;
 
-	/* The receiver's calls deliver what waits for it: neither side may
-	 * be one that forbade CUDA calls. */
-	if (!q || q->no_cancel || e->base->cuda_forbidden ||
-	    t->base->cuda_forbidden)
-		return HML_PASS;
+	/* Endpoints that forbade CUDA calls tell the queue nothing (pass()
+	 * is for messages the shim could not take). */
+	if (!q || q->no_cancel)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
+	if (!hml_xfer_msg_ok(e, t))
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
 	in.src = source(e, t);
-	err = hml_side_local(&src, e->domain, m->msg_iov, m->desc,
-			     m->iov_count);
-	if (err == -FI_E2BIG)
+	v = hml_xfer_send(&x, e, t, m->msg_iov, m->desc, m->iov_count, flags,
+			  inject);
+	*res = x.err;
+	if (v == HML_PASS)
 		return pass(q, tagged, &in);
-	if (err == -FI_EINVAL)		/* lengths past 2^64 */
-		return err;
-	if (!err && (ret = hml_inject_check(e, inject, flags, &src)))
-		return ret == HML_PASS ? pass(q, tagged, &in) : ret;
+	if (v != HML_DO)
+		return v;
+	src = &x.mine;
+	err = x.err;
 	while (!err) {
 		pthread_mutex_lock(&q->lock);
 		r = first_match(q, tagged, &in, &busy);
@@ -213,10 +212,12 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			sched_yield();
 			continue;
 		}
-		if (!r && !u && early(q, &src, e)) {
+		if (!r && !u && early(q, src, e)) {
 			pthread_mutex_unlock(&q->lock);
-			return src.device ? bounce(e, m, flags, tagged, inject,
-						   &src) : HML_PASS;
+			if (!src->device)
+				return hml_stat_pass(HML_STAT_EARLY);
+			*res = bounce(e, m, flags, tagged, inject, src);
+			return HML_DO;
 		}
 		if (!r && (u ? !hml_rx_hold(q, u, tagged) : !hml_rx_room(q))) {
 			pthread_mutex_unlock(&q->lock);
@@ -231,22 +232,24 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 		if (!r) {
 			/* Staged outside the lock; then looked at again. */
 			pthread_mutex_unlock(&q->lock);
-			u = hml_rx_stage(t, &src, &in, &err);
-			if (err == -FI_EAGAIN)
-				return err;
+			u = hml_rx_stage(t, src, &in, &err);
+			if (err == -FI_EAGAIN) {
+				*res = err;
+				return HML_DO;
+			}
 			continue;
 		}
 		if (r->state == HML_RX_KEPT) {
 			/* Never the provider's: nothing to take back. */
 			hml_rx_unlink(q, r);
 			pthread_mutex_unlock(&q->lock);
-			err = deliver(q, r, t, u ? &u->side : &src, &in);
+			err = deliver(q, r, t, u ? &u->side : src, &in);
 			goto done;
 		}
-		if (!u && !src.device && hml_config.self != HML_SELF_ALL &&
-		    !rx_device(t, r)) {
+		if (!u && hml_xfer_host(&x, t->base->domain, r->iov, r->desc,
+					r->count)) {
 			pthread_mutex_unlock(&q->lock);
-			return HML_PASS;
+			return hml_stat_pass(HML_STAT_HOST);
 		}
 		busy = r->in_use;
 		if (!busy)
@@ -255,7 +258,8 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 
 		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
 		case HML_WON:
-			err = deliver(q, r, t, u ? &u->side : &src, &in);
+			HML_STAT(taken_back);
+			err = deliver(q, r, t, u ? &u->side : src, &in);
 			goto done;
 		case HML_LOST:
 			free(r);
@@ -281,7 +285,7 @@ static ssize_t local_send(struct hml_ep *e, struct hml_ep *t,
 			hml_warn_once("this provider cannot cancel receives: "
 				      "same-process messages pass through");
 			if (!u)
-				return HML_PASS;
+				return hml_stat_pass(HML_STAT_UNSUPPORTED);
 			pthread_mutex_lock(&q->lock);
 			ret = hml_rx_hold(q, u, tagged) ? 0 : -FI_EAGAIN;
 			pthread_mutex_unlock(&q->lock);
@@ -295,84 +299,96 @@ done:
 	if (u)
 		hml_rx_unstage(u);
 	c.err = -err;
-	c.len = err ? 0 : src.len;
+	c.len = err ? 0 : src->len;
 	hml_complete_tx(e, &c, flags, inject, HML_CNTR_SEND);
-	return 0;
+	*res = 0;
+	return HML_DO;
 
 pushed_back:
 	/* As many wait as the receiver may hold: the sender tries again,
 	 * as with a provider out of room. */
 	if (u)
 		hml_rx_unstage(u);
-	return ret;
+	*res = ret;
+	return HML_DO;
 }
 
-/* A place on the sender's CQ first (completion.c): local_send reports
- * there exactly when it returns 0. */
-static ssize_t room_send(struct hml_ep *e, struct hml_ep *t,
-			 const struct fi_msg_tagged *m, uint64_t flags,
-			 int tagged, bool inject)
+/* A place on the sender's CQ first (cqueue.c): local_send reports
+ * there exactly when it does it and returns 0. */
+static enum hml_verdict room_send(struct hml_ep *e, struct hml_ep *t,
+				  const struct fi_msg_tagged *m,
+				  uint64_t flags, int tagged, bool inject,
+				  ssize_t *res)
 {
-	ssize_t ret;
+	enum hml_verdict v;
 
+	*res = -FI_EAGAIN;
 	if (!hml_cq_reserve(e->base->tx_cq))
-		return -FI_EAGAIN;
-	ret = local_send(e, t, m, flags, tagged, inject);
-	if (ret)
+		return HML_REFUSE;
+	v = local_send(e, t, m, flags, tagged, inject, res);
+	if (v != HML_DO || *res)
 		hml_cq_unreserve(e->base->tx_cq);
-	return ret;
+	if (v != HML_PASS)
+		hml_stat_ret(*res);
+	return v;
 }
 
 /* Each call: resolve the destination (a few loads for another process),
  * and only for this process put the call in fi_msg_tagged form. */
 #define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
-		   tagged, inject) ({					\
+		   tagged, inject, res) ({				\
 	struct hml_ep *t_ = hml_target(e, dest);			\
 	t_ ? room_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
-		tagged, inject) : HML_PASS; })
+		tagged, inject, res) : hml_stat_pass(HML_STAT_REMOTE); })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, 0,
-				 e->tx_op_flags, HML_UNTAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_msg->send(ep, buf, len, desc, dest, ctx);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, 0,
+		       e->tx_op_flags, HML_UNTAGGED, false, &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->send(ep, buf, len, desc, dest, ctx);
 }
 
 static ssize_t hml_sendv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t dest, void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, iov, desc, count, dest, 0, ctx, 0,
-				 e->tx_op_flags, HML_UNTAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_msg->sendv(ep, iov, desc, count, dest, ctx);
+	if (LOCAL_SEND(e, iov, desc, count, dest, 0, ctx, 0, e->tx_op_flags,
+		       HML_UNTAGGED, false, &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->sendv(ep, iov, desc, count, dest, ctx);
 }
 
 static ssize_t hml_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, msg->msg_iov, msg->desc, msg->iov_count,
-				 msg->addr, 0, msg->context, msg->data, flags,
-				 HML_UNTAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret : e->prov_msg->sendmsg(ep, msg, flags);
+	if (LOCAL_SEND(e, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+		       0, msg->context, msg->data, flags, HML_UNTAGGED, false,
+		       &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->sendmsg(ep, msg, flags);
 }
 
 static ssize_t hml_inject(struct fid_ep *ep, const void *buf, size_t len,
 			  fi_addr_t dest)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, 0,
-				 e->tx_op_flags, HML_UNTAGGED, true);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret : e->prov_msg->inject(ep, buf, len, dest);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, 0,
+		       e->tx_op_flags, HML_UNTAGGED, true, &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->inject(ep, buf, len, dest);
 }
 
 static ssize_t hml_senddata(struct fid_ep *ep, const void *buf, size_t len,
@@ -380,35 +396,38 @@ static ssize_t hml_senddata(struct fid_ep *ep, const void *buf, size_t len,
 			    void *ctx)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, data,
-				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
-				 HML_UNTAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_msg->senddata(ep, buf, len, desc, data, dest, ctx);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_UNTAGGED, false,
+		       &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->senddata(ep, buf, len, desc, data, dest, ctx);
 }
 
 static ssize_t hml_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest)
 {
 	struct hml_ep *e = msg_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, data,
-				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
-				 HML_UNTAGGED, true);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_msg->injectdata(ep, buf, len, data, dest);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_UNTAGGED, true,
+		       &ret) != HML_PASS)
+		return ret;
+	return e->prov_msg->injectdata(ep, buf, len, data, dest);
 }
 
 static ssize_t hml_tsend(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, 0,
-				 e->tx_op_flags, HML_TAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_tagged->send(ep, buf, len, desc, dest, tag, ctx);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, 0,
+		       e->tx_op_flags, HML_TAGGED, false, &ret) != HML_PASS)
+		return ret;
+	return e->prov_tagged->send(ep, buf, len, desc, dest, tag, ctx);
 }
 
 static ssize_t hml_tsendv(struct fid_ep *ep, const struct iovec *iov,
@@ -416,32 +435,38 @@ static ssize_t hml_tsendv(struct fid_ep *ep, const struct iovec *iov,
 			  uint64_t tag, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, 0,
-				 e->tx_op_flags, HML_TAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_tagged->sendv(ep, iov, desc, count, dest, tag, ctx);
+	if (LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, 0, e->tx_op_flags,
+		       HML_TAGGED, false, &ret) != HML_PASS)
+		return ret;
+	return e->prov_tagged->sendv(ep, iov, desc, count, dest, tag, ctx);
 }
 
 static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
 	struct hml_ep *e = tagged_ep(ep), *t = hml_target(e, msg->addr);
-	ssize_t ret = t ? room_send(e, t, msg, flags, HML_TAGGED, false) :
-			  HML_PASS;
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret : e->prov_tagged->sendmsg(ep, msg, flags);
+	if (!t)
+		hml_stat_pass(HML_STAT_REMOTE);
+	else if (room_send(e, t, msg, flags, HML_TAGGED, false, &ret) !=
+		 HML_PASS)
+		return ret;
+	return e->prov_tagged->sendmsg(ep, msg, flags);
 }
 
 static ssize_t hml_tinject(struct fid_ep *ep, const void *buf, size_t len,
 			   fi_addr_t dest, uint64_t tag)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, 0,
-				 e->tx_op_flags, HML_TAGGED, true);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_tagged->inject(ep, buf, len, dest, tag);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, 0,
+		       e->tx_op_flags, HML_TAGGED, true, &ret) != HML_PASS)
+		return ret;
+	return e->prov_tagged->inject(ep, buf, len, dest, tag);
 }
 
 static ssize_t hml_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
@@ -449,12 +474,13 @@ static ssize_t hml_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 			     uint64_t tag, void *ctx)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, data,
-				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
-				 HML_TAGGED, false);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_tagged->senddata(ep, buf, len, desc, data, dest, tag,
+	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_TAGGED, false,
+		       &ret) != HML_PASS)
+		return ret;
+	return e->prov_tagged->senddata(ep, buf, len, desc, data, dest, tag,
 					ctx);
 }
 
@@ -462,12 +488,13 @@ static ssize_t hml_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
 			       uint64_t data, fi_addr_t dest, uint64_t tag)
 {
 	struct hml_ep *e = tagged_ep(ep);
-	ssize_t ret = LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, data,
-				 e->tx_op_flags | FI_REMOTE_CQ_DATA,
-				 HML_TAGGED, true);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       e->prov_tagged->injectdata(ep, buf, len, data, dest, tag);
+	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_TAGGED, true,
+		       &ret) != HML_PASS)
+		return ret;
+	return e->prov_tagged->injectdata(ep, buf, len, data, dest, tag);
 }
 
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged)

@@ -44,8 +44,7 @@ static bool keep(struct hml_rxq *q, const struct hml_rx *r)
 	if (r->tagged || !hml_rx_directed(q, r) || !q->av)
 		return false;
 	s = hml_av_target(q->av, r->src);
-	return s && !s->base->opaque && !s->base->cuda_forbidden &&
-	       !q->owner->base->cuda_forbidden;
+	return s && !s->base->opaque && hml_xfer_msg_ok(s, q->owner);
 }
 
 static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,

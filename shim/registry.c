@@ -1,8 +1,7 @@
 /*
  * The endpoints of this process: every enabled connectionless endpoint's
  * name is in one registry, which address vectors ask whether an address is
- * this process's (selfaddr.c keeps their answers). The registry also lists
- * the address vectors, so that an endpoint that closes leaves them all.
+ * this process's (selfaddr.c; avcache.c keeps their answers).
  */
 #include <string.h>
 
@@ -12,10 +11,6 @@
 static pthread_rwlock_t self_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct hml_ep *self_head;
 unsigned int hml_self_gen = 1;
-
-/* Every wrapped AV: an endpoint that closes leaves all of them. */
-static pthread_mutex_t avs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hml_av *avs;
 
 /* An EFA address holds GID, QPN, padding, QKEY and a pointer; only the
  * first three name the endpoint (libfabric's efa_is_same_addr). */
@@ -94,7 +89,6 @@ void hml_self_remove(struct hml_ep *e)
 static void forked(void)
 {
 	pthread_rwlock_init(&self_lock, NULL);
-	pthread_mutex_init(&avs_lock, NULL);
 	self_head = NULL;
 	__atomic_add_fetch(&hml_self_gen, 1, __ATOMIC_RELEASE);
 }
@@ -114,35 +108,4 @@ struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format)
 			break;
 	pthread_rwlock_unlock(&self_lock);
 	return e;
-}
-
-void hml_av_list(struct hml_av *av)
-{
-	pthread_mutex_lock(&avs_lock);
-	av->next_av = avs;
-	avs = av;
-	pthread_mutex_unlock(&avs_lock);
-}
-
-void hml_av_unlist(struct hml_av *av)
-{
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av **p = &avs; *p; p = &(*p)->next_av) {
-		if (*p == av) {
-			*p = av->next_av;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&avs_lock);
-}
-
-/* An endpoint closes: it leaves the registry and every address vector (its
- * memory may be the next endpoint's). */
-void hml_self_forget(struct hml_ep *e)
-{
-	hml_self_remove(e);
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av *av = avs; av; av = av->next_av)
-		hml_av_forget(av, e);
-	pthread_mutex_unlock(&avs_lock);
 }

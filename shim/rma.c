@@ -6,9 +6,8 @@
  */
 #include <rdma/fi_errno.h>
 
-#include "hml.h"
-#include "hml_config.h"
 #include "hml_log.h"
+#include "hml_stats.h"
 
 enum kind { READ, WRITE, INJECT };
 
@@ -34,37 +33,6 @@ static void bad_input(int err, const struct fi_msg_rma *msg, int kind)
 		  fi_strerror(err));
 }
 
-/* What the target of a successful operation sees: counters bound to it
- * and to its regions, and remote CQ data. */
-static void complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
-			    uint64_t flags, struct hml_mr **mrs, size_t len,
-			    int kind)
-{
-	uint64_t event = kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE;
-	struct hml_ep *b = t->base;
-
-	hml_cntr_bump(b->cntr[kind == READ ? HML_CNTR_REMOTE_READ :
-				  HML_CNTR_REMOTE_WRITE], len, false);
-	for (size_t i = 0; i < msg->rma_iov_count; i++) {
-		bool seen = false;
-
-		for (size_t j = 0; j < i; j++)
-			seen |= mrs[j] == mrs[i];
-		if (!seen && (mrs[i]->cntr_flags & event))
-			hml_cntr_bump(mrs[i]->cntr, len, false);
-	}
-	if (kind != READ && (flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
-		struct hml_cqe c = {
-			.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
-			.len = len,
-			.data = msg->data,
-			.src_addr = FI_ADDR_NOTAVAIL,
-		};
-
-		hml_cq_push_reserved(b->rx_cq, &c);
-	}
-}
-
 /* The target's CQ, where the operation reports remote CQ data. */
 static struct hml_cq *data_cq(struct hml_ep *t, uint64_t flags, int kind)
 {
@@ -72,100 +40,83 @@ static struct hml_cq *data_cq(struct hml_ep *t, uint64_t flags, int kind)
 							     NULL;
 }
 
-/* HML_PASS when the provider should do it; otherwise 0, with the
- * operation done and completed, successfully or not. */
-static ssize_t local_rma(struct hml_ep *e, struct hml_ep *t,
-			 const struct fi_msg_rma *msg, uint64_t flags, int kind)
+/* HML_PASS when the provider should do it; otherwise *ret is the call's
+ * return, with the operation done and completed, successfully or not. */
+static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
+				  const struct fi_msg_rma *msg, uint64_t flags,
+				  int kind, ssize_t *ret)
 {
-	struct hml_side mine, theirs;
-	struct hml_mr *mrs[HML_IOV_MAX];
+	struct hml_xfer x;
 	struct hml_cqe c = {
 		.op_context = msg->context,
 		.flags = FI_RMA | (kind == READ ? FI_READ : FI_WRITE),
 		.src_addr = FI_ADDR_NOTAVAIL,
 	};
-	int err, terr;
-	ssize_t ret = 0;
+	enum hml_verdict v;
 
-	if (e->base->cuda_forbidden || msg->rma_iov_count > HML_IOV_MAX)
-		return HML_PASS;
-	err = hml_side_local(&mine, e->domain, msg->msg_iov, msg->desc,
-			     msg->iov_count);
-	terr = hml_side_target(&theirs, t, msg->rma_iov, msg->rma_iov_count,
-			       kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
-			       mrs);
-	/* Lengths past 2^64: refused before anything moves. */
-	if (err == -FI_EINVAL) {
-		ret = err;
-		goto out;
-	}
-	/* Host memory on both sides the provider moves correctly; a target
-	 * it cannot classify (no such key) it must judge itself. */
-	if (err == -FI_E2BIG || terr == -FI_E2BIG ||
-	    (!mine.device && !theirs.device && hml_config.self != HML_SELF_ALL)) {
-		ret = HML_PASS;
-		goto out;
-	}
-	if (!err && (ret = hml_inject_check(e, kind == INJECT, flags, &mine)))
+	v = hml_xfer_rma(&x, e, t, msg, flags,
+			 kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
+			 kind == INJECT);
+	*ret = v == HML_REFUSE ? hml_stat_ret(x.err) : 0;
+	if (v != HML_DO)
 		goto out;
 	/* A place for each entry it may report, or nothing moves. */
 	if (!hml_cq_reserve(e->base->tx_cq)) {
-		ret = -FI_EAGAIN;
+		*ret = -FI_EAGAIN;
 		goto out;
 	}
 	if (!hml_cq_reserve(data_cq(t, flags, kind))) {
 		hml_cq_unreserve(e->base->tx_cq);
-		ret = -FI_EAGAIN;
+		*ret = -FI_EAGAIN;
 		goto out;
 	}
 
-	c.err = err ? -err : -terr;
-	if (!c.err && mine.len != theirs.len)
-		c.err = FI_EINVAL;
+	c.err = -x.err;
 	if (!c.err)
-		c.err = kind == READ ? -hml_move(&mine, &theirs, mine.len) :
-				       -hml_move(&theirs, &mine, mine.len);
+		c.err = -hml_xfer_copy(&x, kind == READ);
 	if (c.err) {
 		bad_input(c.err, msg, kind);
 		hml_cq_unreserve(data_cq(t, flags, kind));
 	} else {
-		c.len = mine.len;
-		complete_target(t, msg, flags, mrs, c.len, kind);
+		c.len = x.mine.len;
+		hml_complete_target(t, msg, flags, x.mrs, c.len, kind == READ);
+		hml_stat_done(kind == READ ? HML_STAT_READ : HML_STAT_WRITE,
+			      kind == READ ? &x.theirs : &x.mine,
+			      kind == READ ? &x.mine : &x.theirs, c.len);
 	}
 	hml_complete_tx(e, &c, flags, kind == INJECT,
 			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
 out:
-	/* A failed hml_side_target holds no region. */
-	if (!terr)
-		hml_side_put(mrs, msg->rma_iov_count);
-	return ret;
+	hml_xfer_end(&x);
+	return v;
 }
 
 /* Each call: resolve the destination (a few loads when it is another
  * process), and only for this process put the call in fi_msg_rma form. */
 #define LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, data, flags, \
-		  kind) ({						\
+		  kind, ret) ({						\
 	struct hml_ep *e_ = rma_ep(ep), *t_ = hml_target(e_, dest);	\
-	ssize_t r_ = HML_PASS;						\
+	enum hml_verdict r_ = HML_PASS;					\
 	if (t_) {							\
 		struct fi_rma_iov riov_ = { addr, 0, key };		\
 		struct fi_msg_rma msg_ = { iov, desc, count, dest, &riov_, 1, \
 					   ctx, data };			\
 		for (size_t i_ = 0; i_ < (count); i_++)			\
 			riov_.len += (iov)[i_].iov_len;			\
-		r_ = local_rma(e_, t_, &msg_, flags, kind);		\
-	}								\
+		r_ = local_rma(e_, t_, &msg_, flags, kind, ret);	\
+	} else								\
+		hml_stat_pass(HML_STAT_REMOTE);				\
 	r_; })
 
 static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 			fi_addr_t src, uint64_t addr, uint64_t key, void *ctx)
 {
-	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
-				&desc, 1, src, addr, key, ctx, 0,
-				rma_ep(ep)->tx_op_flags, READ);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->read(ep, buf, len, desc, src, addr, key,
+	if (LOCAL_RMA(ep, HML_IOV(buf, len), &desc, 1, src, addr, key, ctx, 0,
+		      rma_ep(ep)->tx_op_flags, READ, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->read(ep, buf, len, desc, src, addr, key,
 					  ctx);
 }
 
@@ -173,11 +124,12 @@ static ssize_t hml_readv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src,
 			 uint64_t addr, uint64_t key, void *ctx)
 {
-	ssize_t ret = LOCAL_RMA(ep, iov, desc, count, src, addr, key, ctx, 0,
-				rma_ep(ep)->tx_op_flags, READ);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->readv(ep, iov, desc, count, src, addr,
+	if (LOCAL_RMA(ep, iov, desc, count, src, addr, key, ctx, 0,
+		      rma_ep(ep)->tx_op_flags, READ, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->readv(ep, iov, desc, count, src, addr,
 					   key, ctx);
 }
 
@@ -185,12 +137,12 @@ static ssize_t hml_write(struct fid_ep *ep, const void *buf, size_t len,
 			 void *desc, fi_addr_t dest, uint64_t addr,
 			 uint64_t key, void *ctx)
 {
-	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
-				&desc, 1, dest, addr, key, ctx, 0,
-				rma_ep(ep)->tx_op_flags, WRITE);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->write(ep, buf, len, desc, dest, addr, key,
+	if (LOCAL_RMA(ep, HML_IOV(buf, len), &desc, 1, dest, addr, key, ctx, 0,
+		      rma_ep(ep)->tx_op_flags, WRITE, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->write(ep, buf, len, desc, dest, addr, key,
 					   ctx);
 }
 
@@ -198,11 +150,12 @@ static ssize_t hml_writev(struct fid_ep *ep, const struct iovec *iov,
 			  void **desc, size_t count, fi_addr_t dest,
 			  uint64_t addr, uint64_t key, void *ctx)
 {
-	ssize_t ret = LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, 0,
-				rma_ep(ep)->tx_op_flags, WRITE);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->writev(ep, iov, desc, count, dest, addr,
+	if (LOCAL_RMA(ep, iov, desc, count, dest, addr, key, ctx, 0,
+		      rma_ep(ep)->tx_op_flags, WRITE, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->writev(ep, iov, desc, count, dest, addr,
 					    key, ctx);
 }
 
@@ -210,65 +163,68 @@ static ssize_t hml_writedata(struct fid_ep *ep, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t addr, uint64_t key, void *ctx)
 {
-	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
-				&desc, 1, dest, addr, key, ctx, data,
-				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
-				WRITE);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->writedata(ep, buf, len, desc, data, dest,
+	if (LOCAL_RMA(ep, HML_IOV(buf, len), &desc, 1, dest, addr, key, ctx,
+		      data, rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, WRITE,
+		      &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->writedata(ep, buf, len, desc, data, dest,
 					       addr, key, ctx);
 }
 
 static ssize_t hml_inject_write(struct fid_ep *ep, const void *buf, size_t len,
 				fi_addr_t dest, uint64_t addr, uint64_t key)
 {
-	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
-				NULL, 1, dest, addr, key, NULL, 0,
-				rma_ep(ep)->tx_op_flags, INJECT);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->inject(ep, buf, len, dest, addr, key);
+	if (LOCAL_RMA(ep, HML_IOV(buf, len), NULL, 1, dest, addr, key, NULL, 0,
+		      rma_ep(ep)->tx_op_flags, INJECT, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->inject(ep, buf, len, dest, addr, key);
 }
 
 static ssize_t hml_inject_writedata(struct fid_ep *ep, const void *buf,
 				    size_t len, uint64_t data, fi_addr_t dest,
 				    uint64_t addr, uint64_t key)
 {
-	ssize_t ret = LOCAL_RMA(ep, HML_IOV(buf, len),
-				NULL, 1, dest, addr, key, NULL, data,
-				rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA,
-				INJECT);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->injectdata(ep, buf, len, data, dest, addr,
+	if (LOCAL_RMA(ep, HML_IOV(buf, len), NULL, 1, dest, addr, key, NULL,
+		      data, rma_ep(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, INJECT,
+		      &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->injectdata(ep, buf, len, data, dest, addr,
 						key);
 }
 
-static ssize_t msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
-		      uint64_t flags, int kind)
+static enum hml_verdict msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			       uint64_t flags, int kind, ssize_t *ret)
 {
 	struct hml_ep *e = rma_ep(ep), *t = hml_target(e, msg->addr);
 
-	return t ? local_rma(e, t, msg, flags, kind) : HML_PASS;
+	return t ? local_rma(e, t, msg, flags, kind, ret) :
+		   hml_stat_pass(HML_STAT_REMOTE);
 }
 
 static ssize_t hml_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			   uint64_t flags)
 {
-	ssize_t ret = msg_op(ep, msg, flags, READ);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->readmsg(ep, msg, flags);
+	if (msg_op(ep, msg, flags, READ, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->readmsg(ep, msg, flags);
 }
 
 static ssize_t hml_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
-	ssize_t ret = msg_op(ep, msg, flags, WRITE);
+	ssize_t ret;
 
-	return ret != HML_PASS ? ret :
-	       rma_ep(ep)->prov_rma->writemsg(ep, msg, flags);
+	if (msg_op(ep, msg, flags, WRITE, &ret) != HML_PASS)
+		return ret;
+	return rma_ep(ep)->prov_rma->writemsg(ep, msg, flags);
 }
 
 void hml_rma_ops(struct fi_ops_rma *ops)

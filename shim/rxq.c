@@ -11,6 +11,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_stats.h"
 
 #define BUCKETS 1024
 /* Messages staged for an owner whose provider gives no rx_size. */
@@ -167,12 +168,8 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		if (!hml_rx_multi_left(r))
 			c.flags |= FI_MULTI_RECV;
 	}
-	/* A multi-receive buffer's release is always reported (fi_msg(3)). */
-	if (b->rx_cq && (c.err || (c.flags & FI_MULTI_RECV) ||
-			 !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) ||
-			 ((r->flags & FI_COMPLETION) && !r->silent)))
-		hml_cq_push(b->rx_cq, &c);
-	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c.len, c.err);
+	hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
+	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
 	return err;
 }
 
@@ -356,6 +353,7 @@ bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 	*q->unexp_tail[tagged] = u;
 	q->unexp_tail[tagged] = &u->next;
 	q->nunexp++;
+	HML_STAT(staged);
 	return true;
 }
 

@@ -1,17 +1,17 @@
 /*
- * Moving bytes between two sides of a same-process transfer: each side is
- * a list of buffers of this process, classified as host or device memory;
- * the bytes go with memcpy between host buffers and with the CUDA driver
- * where a device buffer is involved.
+ * Same-process transfers (hml_xfer.h): each side is a list of buffers of
+ * this process, classified as host or device memory; the rules say whose
+ * the operation is; the bytes go with memcpy between host buffers and with
+ * the CUDA driver where a device buffer is involved.
  */
 #include <stdint.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
 
-#include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_stats.h"
 
 /* A region's memory type is asked once. Whoever wins the race from
  * UNKNOWN to BUSY asks and records it; anyone meanwhile asks for
@@ -122,23 +122,7 @@ static int add_range(struct hml_side *s, struct hml_mr *mr, uint64_t addr,
 	return len ? -FI_EACCES : 0;
 }
 
-/* An inject over the endpoint's inject_size: 0 when it is not. The
- * provider refuses one of host memory by its size alone (HML_PASS); one of
- * device memory it must not see, and the shim refuses it (-FI_EINVAL). */
-ssize_t hml_inject_check(const struct hml_ep *e, bool inject, uint64_t flags,
-			 const struct hml_side *s)
-{
-	if (!(inject || (flags & FI_INJECT)) || s->len <= e->inject_size)
-		return 0;
-	if (!s->device)
-		return HML_PASS;
-	hml_warn_once("an inject of %zu bytes of device memory is over the "
-		      "endpoint's inject_size (%zu): -FI_EINVAL", s->len,
-		      e->inject_size);
-	return -FI_EINVAL;
-}
-
-void hml_side_put(struct hml_mr **mrs, size_t count)
+static void put_regions(struct hml_mr **mrs, size_t count)
 {
 	for (size_t i = 0; i < count; i++)
 		hml_mr_put(mrs[i]);
@@ -146,9 +130,9 @@ void hml_side_put(struct hml_mr **mrs, size_t count)
 
 /* The target's buffers, by key, in the target's domain (or endpoint). On
  * success mrs holds their regions, which the caller puts. */
-int hml_side_target(struct hml_side *s, struct hml_ep *t,
-		    const struct fi_rma_iov *riov, size_t count,
-		    uint64_t access, struct hml_mr **mrs)
+static int side_target(struct hml_side *s, struct hml_ep *t,
+		       const struct fi_rma_iov *riov, size_t count,
+		       uint64_t access, struct hml_mr **mrs)
 {
 	bool virt = t->domain->mr_mode & FI_MR_VIRT_ADDR;
 	int ret = 0;
@@ -177,7 +161,7 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 			ret = add_range(s, mr, riov[i].addr, riov[i].len, virt);
 	}
 	if (ret)
-		hml_side_put(mrs, i);
+		put_regions(mrs, i);
 	return ret;
 }
 
@@ -235,4 +219,122 @@ int hml_move(const struct hml_side *dst, const struct hml_side *src, size_t len)
 		}
 	}
 	return dev ? hml_copy_end(&copy) : 0;
+}
+
+/*
+ * The rules, for RMA and messages alike; known: the target's side is
+ * built too (RMA). Lengths past 2^64 are refused before anything moves.
+ * An operation of more buffers than the shim takes, or whose target the
+ * shim cannot classify, is the provider's to judge; so is host memory on
+ * both sides, which the provider moves correctly, unless HMEMLOOP_SELF=all.
+ * An inject over the endpoint's inject_size the provider refuses by its
+ * size alone when it is host memory; one of device memory it must not
+ * see, and the shim refuses it (-FI_EINVAL).
+ */
+static enum hml_verdict judge(struct hml_xfer *x, int err, int terr,
+			      bool known)
+{
+	x->err = err ? err : terr;
+	if (err == -FI_EINVAL)
+		return HML_REFUSE;
+	if (err == -FI_E2BIG || terr == -FI_E2BIG)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
+	if (known && !x->all && !x->mine.device && !x->theirs.device)
+		return hml_stat_pass(HML_STAT_HOST);
+	if (err || !(x->inject || (x->flags & FI_INJECT)) ||
+	    x->mine.len <= x->e->inject_size)
+		return HML_DO;
+	if (!x->mine.device)
+		return hml_stat_pass(HML_STAT_HOST);
+	hml_warn_once("an inject of %zu bytes of device memory is over the "
+		      "endpoint's inject_size (%zu): -FI_EINVAL", x->mine.len,
+		      x->e->inject_size);
+	x->err = -FI_EINVAL;
+	return HML_REFUSE;
+}
+
+static void start(struct hml_xfer *x, struct hml_ep *e, struct hml_ep *t,
+		  uint64_t flags, bool inject)
+{
+	x->e = e;
+	x->t = t;
+	x->flags = flags;
+	x->inject = inject;
+	x->all = hml_config.self == HML_SELF_ALL;
+	x->err = 0;
+	x->nmrs = 0;
+}
+
+/*
+ * An RMA operation of e to t. Only the initiator's FI_OPT_CUDA_API_PERMITTED
+ * counts: the copy is made in the initiator's call (a message's is made in
+ * the receiver's calls too, hml_xfer_msg_ok).
+ */
+enum hml_verdict hml_xfer_rma(struct hml_xfer *x, struct hml_ep *e,
+			      struct hml_ep *t, const struct fi_msg_rma *msg,
+			      uint64_t flags, uint64_t access, bool inject)
+{
+	int err, terr;
+
+	start(x, e, t, flags, inject);
+	if (e->base->cuda_forbidden)
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
+	if (msg->rma_iov_count > HML_IOV_MAX)
+		return hml_stat_pass(HML_STAT_UNSUPPORTED);
+	err = hml_side_local(&x->mine, e->domain, msg->msg_iov, msg->desc,
+			     msg->iov_count);
+	terr = side_target(&x->theirs, t, msg->rma_iov, msg->rma_iov_count,
+			   access, x->mrs);
+	/* A failed side_target holds no region. */
+	x->nmrs = terr ? 0 : msg->rma_iov_count;
+	return judge(x, err, terr, true);
+}
+
+/* Messages of e to t may be the shim's: the receiver's calls may deliver
+ * them, so neither side may be an endpoint that forbade CUDA calls. */
+bool hml_xfer_msg_ok(const struct hml_ep *e, const struct hml_ep *t)
+{
+	return !e->base->cuda_forbidden && !t->base->cuda_forbidden;
+}
+
+/* A message of e to t, whose receive is not known yet: whether host memory
+ * passes is asked again of the receive (hml_xfer_host). */
+enum hml_verdict hml_xfer_send(struct hml_xfer *x, struct hml_ep *e,
+			       struct hml_ep *t, const struct iovec *iov,
+			       void **desc, size_t count, uint64_t flags,
+			       bool inject)
+{
+	start(x, e, t, flags, inject);
+	if (!hml_xfer_msg_ok(e, t))
+		return hml_stat_pass(HML_STAT_FORBIDDEN);
+	return judge(x, hml_side_local(&x->mine, e->domain, iov, desc, count),
+		     0, false);
+}
+
+/* Host memory on both sides, which the provider moves correctly: the
+ * initiator's, and the receive's buffers in d. A receive that cannot be
+ * classified counts as device memory, which is always safe. */
+bool hml_xfer_host(const struct hml_xfer *x, struct hml_domain *d,
+		   const struct iovec *iov, void **desc, size_t count)
+{
+	struct hml_side dst;
+
+	return !x->all && !x->mine.device &&
+	       !hml_side_local(&dst, d, iov, desc, count) && !dst.device;
+}
+
+/* RMA: the bytes, from the target's side to the initiator's for a read,
+ * the other way for a write; a negative FI_E* code. */
+int hml_xfer_copy(struct hml_xfer *x, bool read)
+{
+	if (x->mine.len != x->theirs.len)
+		return -FI_EINVAL;
+	return read ? hml_move(&x->mine, &x->theirs, x->mine.len) :
+		      hml_move(&x->theirs, &x->mine, x->mine.len);
+}
+
+void hml_xfer_end(struct hml_xfer *x)
+{
+	put_regions(x->mrs, x->nmrs);
+	x->nmrs = 0;
 }

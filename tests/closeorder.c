@@ -1,7 +1,7 @@
 /*
  * Objects closed in the orders the man pages allow, including a close the
  * provider refuses (a domain still in use) and its retry. Run by
- * tests/closing, which checks that hmemloop ends with nothing open.
+ * tests/closeorder-clean, which checks that hmemloop ends with nothing open.
  */
 #include <stdio.h>
 #include <stdlib.h>

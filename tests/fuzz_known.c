@@ -2,9 +2,10 @@
  * The one place where the fuzzer is told what not to ask: each line the
  * providers it holds for (parts of their names, "|" between them, "" for
  * every one), the features their sequences leave out, what their reports
- * leave out, and why. efa is the EFA double of tests/efa, on shm. A reason is the provider's own fault
- * (nondeterminism, a bug of the provider alone) or a difference that
- * README's Limits states; one marked "hmemloop bug" is still open.
+ * leave out, and why. efa is the EFA double of tests/doubles/efa, on shm.
+ * A reason is the provider's own fault (nondeterminism, a bug of the
+ * provider alone) or a difference that README's Limits states; one marked
+ * "hmemloop bug" is still open.
  */
 #include <stdio.h>
 #include <string.h>

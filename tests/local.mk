@@ -5,12 +5,14 @@ LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/reproducer tests/closeorder tests/rma tests/msg tests/multigpu \
-	tests/wait tests/stress tests/shapes tests/idle tests/early \
+	tests/wait tests/stress tests/regressions tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
-	tests/threading tests/peers tests/exact tests/fuzz tests/bounds
+	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
+	tests/statsrun
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
-tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_more.c tests/msg.h
+tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \
+	tests/msg_rx.c tests/msg.h
 tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
 	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
@@ -18,6 +20,7 @@ tests_wait_SOURCES = tests/wait.c tests/wait_fx.c tests/wait_sread.c \
 	tests/wait_fd.c tests/wait_cntr.c tests/wait_err.c tests/wait_sets.c \
 	tests/wait_tracked.c tests/wait.h
 tests_wait_LDADD = $(LDADD) -lpthread
+tests_statsrun_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)
@@ -31,9 +34,9 @@ tests_libtables_la_CFLAGS = $(AM_CFLAGS)
 tests_libtables_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_libtables_la_LIBADD = $(LDADD)
 
-EXTRA_DIST += tests/harness tests/TESTS tests/pingpong tests/inert tests/config \
-	tests/closing tests/exact-host tests/check tests/settings tests/man \
-	tests/bounds-host
+EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/enable-tables \
+	tests/config tests/closeorder-clean tests/exact-host tests/check \
+	tests/settings tests/man tests/bounds-host tests/layering tests/stats
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)

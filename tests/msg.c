@@ -15,8 +15,8 @@
  *
  * msg.c: the fixture, one message and its checks, main; msg_calls.c: the
  * calls, truncation, queued messages, matching, selective completion;
- * msg_more.c: the race, closing, multi-receive buffers, shared receive
- * contexts.
+ * msg_race.c: the race; msg_rx.c: multi-receive buffers, shared receive
+ * contexts, closing with messages held.
  */
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L

@@ -1,5 +1,6 @@
 /* tests/msg: what its parts share (msg.c: the fixture, one message, the
- * checks; msg_calls.c: cases 1-7; msg_more.c: cases 8-11). */
+ * checks; msg_calls.c: cases 1-7; msg_race.c: case 8; msg_rx.c:
+ * cases 9-11). */
 #ifndef MSG_H
 #define MSG_H
 
@@ -240,10 +241,10 @@ void matching(void);
 void selective(void);
 void unreported(void);
 void nocontext(void);
-void race(void);		/* msg_more.c */
-void closing(void);
-void multi(void);
-void srx(void);
+void race(void);		/* msg_race.c */
 int peer(int rfd, int wfd);
+void multi(void);		/* msg_rx.c */
+void srx(void);
+void closing(void);
 
 #endif

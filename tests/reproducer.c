@@ -60,7 +60,7 @@ static unsigned expected(enum op op)
 		return B(T_NO_CQE) | B(T_CRASH);
 	if (!strcmp(t_prov, "udp;ofi_rxd"))
 		return B(T_CRASH) | B(T_NO_CQE);
-	/* tests/efa: EFA's shm path, as shm (a crash where CMA is off). */
+	/* tests/doubles/efa: EFA's shm path, as shm (a crash where CMA is off). */
 	if (!strcmp(t_prov, "efa"))
 		return B(T_CRASH) | B(T_ERR_CQE);
 	return B(T_ERR_CQE) | B(T_NO_CQE) | B(T_CRASH) | B(T_BAD_BYTES) | B(T_POST_ERR);

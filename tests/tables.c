@@ -1,8 +1,9 @@
 /*
  * Prints whether two endpoints of one domain share their op tables, as
  * providers make them, or have tables of their own, as hmemloop makes them
- * when it is enabled. tests/inert runs it with and without hmemloop, as a
- * program and from a plugin opened RTLD_LOCAL (tests/dlopen.c).
+ * when it is enabled. tests/enable-tables runs it with and without
+ * hmemloop, as a program and from a plugin opened RTLD_LOCAL
+ * (tests/dlopen.c).
  */
 #include <stdio.h>
 

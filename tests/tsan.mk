@@ -7,10 +7,10 @@ tests_tsan_libhmemloop_la_SOURCES = $(libhmemloop_la_SOURCES)
 tests_tsan_libhmemloop_la_CFLAGS = $(libhmemloop_la_CFLAGS) $(TSAN)
 tests_tsan_libhmemloop_la_LDFLAGS = $(libhmemloop_la_LDFLAGS) -fsanitize=thread -rpath /nowhere
 tests_tsan_libhmemloop_la_LIBADD = $(LIBS)
-tests_tsan_libcuda_la_SOURCES = $(tests_cuda_libcuda_la_SOURCES)
+tests_tsan_libcuda_la_SOURCES = $(tests_doubles_cuda_libcuda_la_SOURCES)
 tests_tsan_libcuda_la_CPPFLAGS = $(CUDA_CFLAGS)
 tests_tsan_libcuda_la_CFLAGS = $(AM_CFLAGS) $(TSAN)
-tests_tsan_libcuda_la_LDFLAGS = $(tests_cuda_libcuda_la_LDFLAGS) -fsanitize=thread
+tests_tsan_libcuda_la_LDFLAGS = $(tests_doubles_cuda_libcuda_la_LDFLAGS) -fsanitize=thread
 tests_tsan_libcuda_la_LIBADD = -lpthread
 tests_tsan_libhmltest_la_SOURCES = $(tests_libhmltest_la_SOURCES)
 tests_tsan_libhmltest_la_CFLAGS = $(AM_CFLAGS) $(TSAN)

@@ -2,7 +2,7 @@
  * Self-test of the CUDA driver double.  Run it with the double first on
  * the library path:
  *
- *	LD_LIBRARY_PATH=tests/cuda/.libs tests/cuda/double_test
+ *	LD_LIBRARY_PATH=tests/doubles/cuda/.libs tests/doubles/cuda/double_test
  *
  * One line per check; exit status 0 when all pass.  Checks that need a
  * fresh process (environment read at cuInit) re-execute this program.

@@ -5,8 +5,9 @@
  * bytes, completions and source addresses, and same-process transfers of
  * CUDA device memory failing as they do over EFA's shm path.
  *
- *	FI_PROVIDER_PATH=tests/efa/.libs LD_LIBRARY_PATH=tests/cuda/.libs \
- *		tests/efa/efa_test -p efa
+ *	FI_PROVIDER_PATH=tests/doubles/efa/.libs \
+ *		LD_LIBRARY_PATH=tests/doubles/cuda/.libs \
+ *		tests/doubles/efa/efa_test -p efa
  *
  * Each part runs in a child process of its own: some crash by design, and
  * shm's clean-up at exit must not touch another part's regions.
@@ -852,7 +853,7 @@ static int run_which(void)
 
 	if (ret == -FI_ENODATA)
 		t_skip("provider %s not found: set FI_PROVIDER_PATH to the "
-		       "double's directory (tests/efa/.libs)", t_prov);
+		       "double's directory (tests/doubles/efa/.libs)", t_prov);
 	t_fi(ret);
 	if (strcmp(fi->fabric_attr->prov_name, "efa") ||
 	    fi->fabric_attr->prov_version != DOUBLE_VERSION)

@@ -1,6 +1,6 @@
 /*
- * Shapes of an application that libfabric allows and the shim must not
- * trip on, each with a same-process device message:
+ * Regressions: shapes of an application that libfabric allows and the shim
+ * once tripped on, each with a same-process device message:
  *   crowd     many endpoints on one CQ and one AV, a message to the last;
  *   nulladdr  the target inserted with fi_addr NULL (FI_AV_TABLE), its
  *             receive posted after that, the message sent to index 0;

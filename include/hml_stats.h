@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * HMEMLOOP_STATS: what the library did, counted per thread without atomics
+ * or locks (each thread's block is its own; the report at exit sums them)
+ * and only where the setting asks for it: otherwise one load and a branch
+ * that always goes the same way. Without HMEMLOOP_ENABLE=1 no wrapper runs,
+ * and nothing is counted.
+ */
+#ifndef HML_STATS_H
+#define HML_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rdma/fi_errno.h>
+
+#include "hml_xfer.h"
+
+enum hml_stat_kind { HML_STAT_WRITE, HML_STAT_READ, HML_STAT_SEND,
+		     HML_STAT_TSEND, HML_STAT_KINDS };
+/* Source to destination: D device, H host. */
+enum hml_stat_dir { HML_STAT_D2D, HML_STAT_H2D, HML_STAT_D2H, HML_STAT_H2H,
+		    HML_STAT_DIRS };
+/* Why an RMA or a send went to the provider: the decision points. */
+enum hml_stat_pass {
+	HML_STAT_REMOTE,	/* the destination is not in this process */
+	HML_STAT_HOST,		/* host memory only (HMEMLOOP_SELF=device) */
+	HML_STAT_FORBIDDEN,	/* an endpoint forbade CUDA calls */
+	HML_STAT_EARLY,		/* the provider may hold the match: early
+				 * receives, or messages it carries
+				 * (msg.c, early) */
+	HML_STAT_UNSUPPORTED,	/* more iovs than HML_IOV_MAX, a key the
+				 * library does not know, a receiver whose
+				 * receives are not recorded or cannot be
+				 * cancelled */
+	HML_STAT_REASONS
+};
+enum hml_stat_err { HML_STAT_EINVAL, HML_STAT_EACCES, HML_STAT_EIO,
+		    HML_STAT_ETRUNC, HML_STAT_EOPNOTSUPP, HML_STAT_EOTHER,
+		    HML_STAT_ERRS };
+
+struct hml_stats {
+	uint64_t ops[HML_STAT_KINDS][HML_STAT_DIRS];
+	uint64_t bytes[HML_STAT_KINDS][HML_STAT_DIRS];
+	uint64_t errors[HML_STAT_ERRS];
+	uint64_t staged, taken_back;
+	uint64_t passed[HML_STAT_REASONS];
+	struct hml_stats *next;		/* the blocks of live threads */
+};
+
+extern bool hml_stats_on;
+extern __thread struct hml_stats *hml_stats_mine;
+struct hml_stats *hml_stats_thread(void);
+
+/* The calling thread's block, made on its first count. */
+static inline struct hml_stats *hml_stats(void)
+{
+	return hml_stats_mine ? hml_stats_mine : hml_stats_thread();
+}
+
+/* HML_STAT(staged): one counter up, where counting. */
+#define HML_STAT(field) do {						\
+	if (__builtin_expect(hml_stats_on, 0))				\
+		hml_stats()->field++;					\
+} while (0)
+
+/* HML_PASS, counted under reason: on the pass-through path, so inline. */
+static inline enum hml_verdict hml_stat_pass(enum hml_stat_pass reason)
+{
+	HML_STAT(passed[reason]);
+	return HML_PASS;
+}
+
+/* Each below: a predicted branch, and a call only where counting. */
+void hml_stat_error_add(int err);
+void hml_stat_done_add(enum hml_stat_kind kind, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len);
+void hml_stat_recv_add(bool tagged, const struct hml_side *src,
+		       const struct hml_side *dst, size_t len, int err);
+
+/* A positive FI_E* the library reported in a completion or returned; 0
+ * is none. */
+static inline void hml_stat_error(int err)
+{
+	if (__builtin_expect(hml_stats_on, 0) && err)
+		hml_stat_error_add(err);
+}
+
+/* ret, a call's return: a refusal (negative, not -FI_EAGAIN) counted. */
+static inline ssize_t hml_stat_ret(ssize_t ret)
+{
+	if (__builtin_expect(hml_stats_on, 0) && ret < 0 && ret != -FI_EAGAIN)
+		hml_stat_error_add(-ret);
+	return ret;
+}
+
+/* An operation done here, len bytes from src to dst. */
+static inline void hml_stat_done(enum hml_stat_kind kind,
+				 const struct hml_side *src,
+				 const struct hml_side *dst, size_t len)
+{
+	if (__builtin_expect(hml_stats_on, 0))
+		hml_stat_done_add(kind, src, dst, len);
+}
+
+/* A message delivered to a receive (hml_rx_deliver): done, or an error
+ * (err, positive); dst is read only when the copy was made. */
+static inline void hml_stat_recv(bool tagged, const struct hml_side *src,
+				 const struct hml_side *dst, size_t len,
+				 int err)
+{
+	if (__builtin_expect(hml_stats_on, 0))
+		hml_stat_recv_add(tagged, src, dst, len, err);
+}
+
+/* After the settings: count where HMEMLOOP_STATS asks for it. */
+void hml_stats_start(void);
+
+#endif

@@ -1,0 +1,21 @@
+# Unit tests: internal pieces of the shim, linked from a convenience
+# library of its sources, with no preload and no provider (libfabric is
+# linked for fi_strerror). Included by the top-level Makefile.am, so paths
+# start at the top of the tree.
+check_LTLIBRARIES += tests/unit/libhmlcore.la
+tests_unit_libhmlcore_la_SOURCES = $(libhmemloop_la_SOURCES)
+# Flags of its own, so that its objects are not contrib/hmemloop-check's.
+tests_unit_libhmlcore_la_CFLAGS = $(AM_CFLAGS)
+
+unit_checks = tests/unit/mrmap tests/unit/avcache tests/unit/cqerr \
+	tests/unit/config
+check_PROGRAMS += $(unit_checks)
+UNIT_LDADD = tests/unit/libhmlcore.la $(LIBFABRIC_LIBS) $(LIBS) -lpthread
+tests_unit_mrmap_SOURCES = tests/unit/mrmap.c tests/unit/unit.h
+tests_unit_mrmap_LDADD = $(UNIT_LDADD)
+tests_unit_avcache_SOURCES = tests/unit/avcache.c tests/unit/unit.h
+tests_unit_avcache_LDADD = $(UNIT_LDADD)
+tests_unit_cqerr_SOURCES = tests/unit/cqerr.c tests/unit/unit.h
+tests_unit_cqerr_LDADD = $(UNIT_LDADD)
+tests_unit_config_SOURCES = tests/unit/config.c tests/unit/unit.h
+tests_unit_config_LDADD = $(UNIT_LDADD)
