@@ -12,7 +12,7 @@ tests_asan_libhmemloop_la_SOURCES = $(libhmemloop_la_SOURCES)
 tests_asan_libhmemloop_la_CFLAGS = $(libhmemloop_la_CFLAGS) $(ASAN)
 tests_asan_libhmemloop_la_LDFLAGS = $(libhmemloop_la_LDFLAGS) $(ASAN_LD) -rpath /nowhere
 tests_asan_libhmemloop_la_LIBADD = $(LIBS)
-tests_asan_libhmltest_la_SOURCES = tests/common.c tests/hmltest.h
+tests_asan_libhmltest_la_SOURCES = $(tests_libhmltest_la_SOURCES)
 tests_asan_libhmltest_la_CFLAGS = $(AM_CFLAGS) $(ASAN)
 asan_checks = tests/asan/rma tests/asan/msg tests/asan/wait \
 	tests/asan/stress tests/asan/fuzz
@@ -26,7 +26,7 @@ tests_asan_msg_SOURCES = $(tests_msg_SOURCES)
 tests_asan_msg_CFLAGS = $(AM_CFLAGS) $(ASAN)
 tests_asan_msg_LDFLAGS = $(ASAN_LD)
 tests_asan_msg_LDADD = $(ASAN_LDADD)
-tests_asan_wait_SOURCES = tests/wait.c
+tests_asan_wait_SOURCES = $(tests_wait_SOURCES)
 tests_asan_wait_CFLAGS = $(AM_CFLAGS) $(ASAN)
 tests_asan_wait_LDFLAGS = $(ASAN_LD)
 tests_asan_wait_LDADD = $(ASAN_LDADD)

@@ -397,34 +397,23 @@ static void stale(void)
 	t_ok("%s: the source is the sender's", what);
 }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "cqfull", cqfull },
-	{ "churn", churn },
-	{ "stale", stale },
+static const struct t_case cases[] = {
+	T_CASE("cqfull", cqfull),
+	T_CASE("churn", churn),
+	T_CASE("stale", stale),
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
 	int c;
 
-	t_init(argc, argv, "Hc:");
-	/* t_init stops at the first option not its own. */
-	while ((c = getopt(argc, argv, "p:Hc:")) != -1) {
-		if (c == 'p')
-			t_prov = optarg;
-		else if (c == 'H')
+	t_init(argc, argv, "H");
+	while ((c = getopt(argc, argv, "p:c:H")) != -1)
+		if (c == 'H')
 			t_host = true;
-		else if (c == 'c')
-			only = optarg;
-	}
 	if (!t_host)
 		t_cuda_init();
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!only || strstr(only, cases[i].name))
-			cases[i].run();
+	T_RUN_CASES(cases);
+	t_cases_done();
 	return 0;
 }

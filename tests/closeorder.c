@@ -46,13 +46,11 @@ static bool try_close(struct fid *fid, const char *what)
 	return true;
 }
 
-int main(int argc, char **argv)
+static struct set *s;
+
+/* The usual order: regions, endpoints, their queues, domain. */
+static void usual(void)
 {
-	struct set *s = calloc(1, sizeof(*s));
-
-	t_init(argc, argv, NULL);
-
-	/* The usual order: regions, endpoints, their queues, domain. */
 	open_set(s);
 	t_fi(fi_close(&s->mr.mr->fid));
 	if (s->alias)
@@ -62,8 +60,11 @@ int main(int argc, char **argv)
 	t_fi(fi_close(&s->cntr->fid));
 	t_close(&s->f);
 	t_ok("usual order");
+}
 
-	/* The counter first, regions after endpoints. */
+/* The counter first, regions after endpoints. */
+static void counter_first(void)
+{
 	open_set(s);
 	t_unprogress(s->a.cq);
 	t_unprogress(s->b.cq);
@@ -79,14 +80,16 @@ int main(int argc, char **argv)
 	t_fi(fi_close(&s->b.cq->fid));
 	t_close(&s->f);
 	t_ok("counter first, regions after endpoints");
+}
 
-	/* A domain closed while in use: the refusal must leave it usable and
-	 * closable. tcp;ofi_rxm 1.17 frees part of a domain (or a bound CQ)
-	 * whose close it refuses, and crashes on the retry, hmemloop or not. */
+/* A domain closed while in use: the refusal must leave it usable and
+ * closable. tcp;ofi_rxm 1.17 frees part of a domain (or a bound CQ) whose
+ * close it refuses, and crashes on the retry, hmemloop or not. */
+static void refused(void)
+{
 	if (!strcmp(t_prov, "tcp;ofi_rxm")) {
 		t_ok("refused close not tried: tcp;ofi_rxm 1.17 cannot retry it");
-		free(s);
-		return 0;
+		return;
 	}
 	open_set(s);
 	t_fi(fi_close(&s->mr.mr->fid));
@@ -99,6 +102,21 @@ int main(int argc, char **argv)
 	t_ep_close(&s->b);
 	t_close(&s->f);
 	t_ok("refused close retried");
+}
+
+static const struct t_case cases[] = {
+	T_CASE("usual", usual),
+	T_CASE("counter_first", counter_first),
+	T_CASE("refused", refused),
+};
+
+int main(int argc, char **argv)
+{
+	s = calloc(1, sizeof(*s));
+	t_assert(s, "out of memory");
+	t_init(argc, argv, NULL);
+	T_RUN_CASES(cases);
+	t_cases_done();
 	free(s);
 	return 0;
 }

@@ -6,8 +6,8 @@
  * must reach the parent through the provider, as without hmemloop, not
  * stay in the child's copy of the parent's memory. Run as it is (device
  * mode: host memory is the provider's), then again under
- * HMEMLOOP_SELF=all ("-a"). The harness compares the "digest:" lines with
- * a run without hmemloop.
+ * HMEMLOOP_SELF=all (the case "self-all", in a process of its own). The
+ * harness compares the "digest:" lines with a run without hmemloop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,21 +107,17 @@ static void run(void)
 	free(p);
 }
 
+/* The fork again where hmemloop does host operations too. */
+static const struct t_case cases[] = {
+	T_CASE("fork", run),
+	{ .name = "self-all", .run = run, .fresh = true,
+	  .env = { "HMEMLOOP_SELF=all" } },
+};
+
 int main(int argc, char **argv)
 {
-	char *args[] = { argv[0], "-p", NULL, "-a", NULL };
-	bool again = true;
-	int c, st;
-
-	t_init(argc, argv, "a");
-	while ((c = getopt(argc, argv, "p:a")) != -1)
-		again &= c != 'a';
-	run();
-	if (again) {
-		args[2] = (char *) t_prov;
-		st = t_rerun(args, "HMEMLOOP_SELF", "all");
-		t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
-			 "HMEMLOOP_SELF=all: status %#x", st);
-	}
+	t_init(argc, argv, NULL);
+	T_RUN_CASES(cases);
+	t_cases_done();
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* Helpers shared by the test programs: set up a provider, endpoints,
- * registrations and device memory; wait for completions; report. */
+ * registrations and device memory; wait for completions; run cases
+ * (cases.c); report. */
 #ifndef HMLTEST_H
 #define HMLTEST_H
 
@@ -30,12 +31,14 @@
 #define T_MR_SCALABLE	(1 << 1)
 
 extern const char *t_prov;
+extern const char *t_argv0;		/* set by t_init */
 
 /* The core provider under t_prov: tcp for tcp;ofi_rxm, t_prov itself for
  * one that is not layered. A copy, the caller's to free. */
 char *t_core_prov(void);
 
-/* Parse -p PROVIDER; other options are left from optind on. */
+/* Parse -p PROVIDER and -c NAME,... (t_only); other options are left
+ * from optind on. */
 void t_init(int argc, char **argv, const char *opts);
 void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -54,10 +57,23 @@ struct t_opts {
 	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
 	enum fi_threading threading;
-	struct fid_cntr *cntr;		/* t_ep_open binds it, with: */
-	uint64_t cntr_flags;
-	uint64_t cq_flags;		/* more CQ bind flags: FI_SELECTIVE_COMPLETION */
 	uint64_t msg_order;		/* transmit and receive, default none */
+	/* The endpoint t_ep_open makes: its CQ, */
+	enum fi_wait_obj cq_wait;	/* default FI_WAIT_NONE */
+	enum fi_cq_wait_cond cq_cond;
+	struct fid_wait *wait_set;	/* with cq_wait FI_WAIT_SET */
+	void *cq_context;
+	uint64_t cq_bind;		/* default FI_TRANSMIT | FI_RECV */
+	uint64_t cq_flags;		/* more CQ bind flags: FI_SELECTIVE_COMPLETION */
+	/* its counters: one of the caller's, bound with cntr_flags, and one
+	 * of its own (e->cntr[i], FI_WAIT_NONE) for each nonzero own_cntr[i],
+	 * bound with those flags; */
+	struct fid_cntr *cntr;
+	uint64_t cntr_flags;
+	uint64_t own_cntr[2];
+	/* a shared receive context, FI_OPT_MIN_MULTI_RECV where nonzero. */
+	struct fid_ep *srx;
+	size_t min_multi;
 };
 
 struct t_fabric {
@@ -71,6 +87,7 @@ struct t_ep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;		/* transmit and receive */
 	struct fid_av *av;
+	struct fid_cntr *cntr[2];	/* t_opts.own_cntr's, closed with it */
 	char name[256];
 	size_t namelen;
 };
@@ -89,7 +106,15 @@ int t_try_open(struct t_fabric *f, const struct t_opts *o);
 /* As t_try_open, with hints of the caller's (freed here). */
 int t_open_hints(struct t_fabric *f, struct fi_info *hints);
 void t_close(struct t_fabric *f);
+/* An endpoint with its own CQ and AV, and what o asks for of the fields
+ * after msg_order (all of o may be NULL), enabled, its name read and its
+ * CQ driven (t_progress). */
 void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
+/* As t_ep_open, but a CQ, bind or fi_enable the provider refuses is
+ * returned (-FI_E*, nothing left open), not a failure; *what names the
+ * call where what is not NULL. */
+int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
+		  const char **what);
 void t_ep_close(struct t_ep *e);
 fi_addr_t t_insert(struct t_ep *e, const void *name);
 void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
@@ -97,9 +122,50 @@ void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
 
-/* Run this program again with args (argv[0] first) and var=value in its
- * environment; its wait status. */
-int t_rerun(char *const args[], const char *var, const char *value);
+/* ---- cases (cases.c) ---- */
+
+/* What a case needs; without it the case is skipped, saying so. */
+#define T_NEED_DOUBLE	(1 << 0)	/* the CUDA driver double */
+#define T_NEED_SHIM	(1 << 1)	/* HMEMLOOP_ENABLE=1 */
+
+struct t_case {
+	const char *name;
+	void (*run)(void);
+	unsigned need;
+	/* A case in a process of its own: this program again as "-p PROVIDER
+	 * -c NAME", with env (NAME=VALUE) set and HMEMLOOP_TEST_WAIT at most
+	 * wait_s where given; check judges its wait status (without, it must
+	 * exit 0). */
+	bool fresh;
+	const char *env[2];
+	double wait_s;
+	void (*check)(const struct t_case *c, int status);
+};
+
+/* A case that runs here and needs nothing. */
+#define T_CASE(n, fn)	{ .name = (n), .run = (fn) }
+
+/* -c NAME,...: the cases to run (all where NULL); t_init reads it. */
+extern const char *t_only;
+bool t_wanted(const char *name);
+/* Run the cases wanted, in order, saying how long each took. */
+void t_run_cases(const struct t_case *cases, size_t n);
+#define T_RUN_CASES(cases) \
+	t_run_cases((cases), sizeof(cases) / sizeof((cases)[0]))
+/* Fail if -c named no case of the tables run. */
+void t_cases_done(void);
+/* True in the process a fresh case runs in. */
+bool t_fresh(void);
+/* "skip: " and the reason, counted; the case returns after it. */
+void t_case_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int t_skips(void);
+/* The CUDA driver double, not a GPU's driver (after cuInit). */
+bool t_cuda_double(void);
+bool t_shim_enabled(void);
+/* Run this program again with args (argv[0] first) and env (NAME=VALUE,
+ * NULL-terminated) added to its environment; its wait status. After
+ * seconds (where above 0) it is killed and the test fails. */
+int t_respawn(char *const args[], const char *const env[], double seconds);
 
 /* Monotonic seconds; how long a test waits for what must come (seconds,
  * HMEMLOOP_TEST_WAIT, default 10). */

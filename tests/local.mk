@@ -1,6 +1,6 @@
 # Test programs, the harness and its list. tests/TESTS says how each runs.
 check_LTLIBRARIES += tests/libhmltest.la
-tests_libhmltest_la_SOURCES = tests/common.c tests/hmltest.h
+tests_libhmltest_la_SOURCES = tests/common.c tests/cases.c tests/hmltest.h
 LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
@@ -16,6 +16,9 @@ tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \
 tests_fuzz_SOURCES = tests/fuzz.c tests/fuzz_seq.c tests/fuzz_known.c \
 	tests/fuzz.h
 tests_multigpu_LDADD = $(LDADD) -lpthread
+tests_wait_SOURCES = tests/wait.c tests/wait_fx.c tests/wait_sread.c \
+	tests/wait_fd.c tests/wait_cntr.c tests/wait_err.c tests/wait_sets.c \
+	tests/wait_tracked.c tests/wait.h
 tests_wait_LDADD = $(LDADD) -lpthread
 tests_statsrun_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread

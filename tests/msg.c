@@ -234,53 +234,22 @@ bool supported(uint64_t caps, bool sas, bool shared)
 void ep_open(struct ep *e, struct t_fabric *f, const char *name,
 		    bool selective, struct fid_ep *srx, size_t min_multi)
 {
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_TAGGED,
-		.wait_obj = FI_WAIT_NONE,
-	};
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cntr_attr cntr_attr = {
-		.events = FI_CNTR_EVENTS_COMP,
-		.wait_obj = FI_WAIT_NONE,
-	};
 	size_t got = 0, len = sizeof(got);
 
 	memset(e, 0, sizeof(*e));
 	e->name = name;
 	e->selective = selective;
 	e->from = f->info->caps & FI_SOURCE;
-	e->t.f = f;
-	t_fi(fi_endpoint(f->domain, f->info, &e->t.ep, NULL));
-	t_fi(fi_cq_open(f->domain, &cq_attr, &e->t.cq, NULL));
-	t_fi(fi_av_open(f->domain, &av_attr, &e->t.av, NULL));
-	t_fi(fi_ep_bind(e->t.ep, &e->t.cq->fid, FI_TRANSMIT | FI_RECV |
-			(selective ? FI_SELECTIVE_COMPLETION : 0)));
-	t_fi(fi_ep_bind(e->t.ep, &e->t.av->fid, 0));
-	for (int i = 0; i < 2; i++) {
-		t_fi(fi_cntr_open(f->domain, &cntr_attr, &e->cntr[i], NULL));
-		t_fi(fi_ep_bind(e->t.ep, &e->cntr[i]->fid,
-				i ? FI_RECV : FI_SEND));
-	}
-	if (srx)
-		t_fi(fi_ep_bind(e->t.ep, &srx->fid, 0));
-	/* shm 1.17 crashes on it before fi_enable; 2.x's shm and rxm take it
-	 * only before, when they make their receive queues (util_srx). */
-	if (min_multi && FI_MAJOR(fi_version()) >= 2)
-		t_fi(fi_setopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
-			       FI_OPT_MIN_MULTI_RECV, &min_multi,
-			       sizeof(min_multi)));
-	t_fi(fi_enable(e->t.ep));
-	if (min_multi && FI_MAJOR(fi_version()) < 2)
-		t_fi(fi_setopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
-			       FI_OPT_MIN_MULTI_RECV, &min_multi,
-			       sizeof(min_multi)));
+	t_ep_open(&e->t, f, &(struct t_opts) {
+		.cq_flags = selective ? FI_SELECTIVE_COMPLETION : 0,
+		.own_cntr = { FI_SEND, FI_RECV },
+		.srx = srx,
+		.min_multi = min_multi,
+	});
 	if (min_multi && !fi_getopt(&e->t.ep->fid, FI_OPT_ENDPOINT,
 				    FI_OPT_MIN_MULTI_RECV, &got, &len))
 		t_assert(got == min_multi, "%s: FI_OPT_MIN_MULTI_RECV reads %zu "
 			 "after setting %zu", name, got, min_multi);
-	e->t.namelen = sizeof(e->t.name);
-	t_fi(fi_getname(&e->t.ep->fid, e->t.name, &e->t.namelen));
-	t_progress(e->t.cq);
 	eps[neps++] = e;
 }
 
@@ -290,8 +259,6 @@ void ep_close(struct ep *e)
 		if (eps[i] == e)
 			eps[i] = eps[--neps];
 	t_ep_close(&e->t);
-	for (int i = 0; i < 2; i++)
-		t_fi(fi_close(&e->cntr[i]->fid));
 }
 
 /* Every counter of every endpoint at what it must be: waited for (within
@@ -307,8 +274,8 @@ void counts(const char *what)
 		short_ = false;
 		for (int i = 0; i < neps; i++) {
 			for (int k = 0; k < 2; k++) {
-				v[i][k][0] = fi_cntr_read(eps[i]->cntr[k]);
-				v[i][k][1] = fi_cntr_readerr(eps[i]->cntr[k]);
+				v[i][k][0] = fi_cntr_read(eps[i]->t.cntr[k]);
+				v[i][k][1] = fi_cntr_readerr(eps[i]->t.cntr[k]);
 				short_ |= v[i][k][0] < eps[i]->want[k][0] ||
 					  v[i][k][1] < eps[i]->want[k][1];
 			}
@@ -807,38 +774,30 @@ static void buffers(void)
 static void queued_untagged(void) { queued(false); }
 static void queued_tagged(void) { queued(true); }
 
-static const struct {
-	const char *name;
-	void (*run)(void);
-} cases[] = {
-	{ "calls", calls },
-	{ "truncation", truncation },
-	{ "queued", queued_untagged },
-	{ "queued", queued_tagged },
-	{ "matching", matching },
-	{ "selective", selective },
-	{ "race", race },
-	{ "closing", closing },
-	{ "multi", multi },
-	{ "unreported", unreported },
-	{ "nocontext", nocontext },
-	{ "srx", srx },
+static const struct t_case cases[] = {
+	T_CASE("calls", calls),
+	T_CASE("truncation", truncation),
+	T_CASE("queued", queued_untagged),
+	T_CASE("queued", queued_tagged),
+	T_CASE("matching", matching),
+	T_CASE("selective", selective),
+	T_CASE("race", race),
+	T_CASE("closing", closing),
+	T_CASE("multi", multi),
+	T_CASE("unreported", unreported),
+	T_CASE("nocontext", nocontext),
+	T_CASE("srx", srx),
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-	const char *cuda = getenv("HMEMLOOP_TEST_CUDA");
 	int c, rfd = -1, wfd = -1, sas = 0;
 	unsigned long long caps = 0;
-	char name[64] = "";
 	double t0 = t_now();
 
-	t_init(argc, argv, "P:c:");
-	while ((c = getopt(argc, argv, "p:P:c:")) != -1) {
-		if (c == 'c')
-			only = optarg;
-		else if (c == 'P' && sscanf(optarg, "%d,%d,%llx,%d", &rfd, &wfd,
+	t_init(argc, argv, "P:");
+	while ((c = getopt(argc, argv, "p:c:P:")) != -1) {
+		if (c == 'P' && sscanf(optarg, "%d,%d,%llx,%d", &rfd, &wfd,
 				       &caps, &sas) != 4)
 			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]",
 			       argv[0]);
@@ -851,15 +810,12 @@ int main(int argc, char **argv)
 	}
 
 	t_cuda_init();
-	t_cu(cuDeviceGetName(name, sizeof(name), 0));
-	fx.dbl = !strcmp(name, "CUDA driver double") &&
-		 !(cuda && !strcmp(cuda, "real"));
+	fx.dbl = t_cuda_double();
 	buffers();
 	fx_open();
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!only || strstr(only, cases[i].name))
-			cases[i].run();
+	T_RUN_CASES(cases);
+	t_cases_done();
 
 	fx_close();
 	printf("%s: %.1f s\n", t_prov, t_now() - t0);

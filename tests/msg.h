@@ -80,7 +80,7 @@ struct ep {
 	const char *name;
 	bool selective;		/* bound FI_SELECTIVE_COMPLETION */
 	bool from;		/* read with fi_cq_readfrom */
-	struct fid_cntr *cntr[2];	/* FI_SEND, FI_RECV */
+	/* t.cntr: FI_SEND, FI_RECV */
 	uint64_t want[2][2];		/* [send, recv][successes, errors] */
 };
 

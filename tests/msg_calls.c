@@ -223,7 +223,7 @@ void matching(void)
 		     "message; a's takes it, m's takes m's", what);
 	}
 	if (fx.directed) {
-		uint64_t errs = fi_cntr_readerr(ab.to->cntr[1]);
+		uint64_t errs = fi_cntr_readerr(ab.to->t.cntr[1]);
 		struct got g;
 
 		/* The application's own cancel of one: libfabric 2.x
@@ -239,7 +239,7 @@ void matching(void)
 			 g.x.flags == (FI_MSG | FI_RECV), "%s: no FI_ECANCELED "
 			 "entry", what);
 		/* Counted as an error by sockets, not by util providers. */
-		ab.to->want[1][1] += fi_cntr_readerr(ab.to->cntr[1]) - errs;
+		ab.to->want[1][1] += fi_cntr_readerr(ab.to->t.cntr[1]) - errs;
 		quiet(ab.to, what);
 		counts(what);
 		verify_rx(&r1.r, what);

@@ -149,10 +149,10 @@ static void multi_run(bool host)
 	if (nfail) {
 		/* Take the rest of the buffer back. sockets counts the
 		 * application's own cancel as a receive error. */
-		uint64_t errs = fi_cntr_readerr(am.to->cntr[1]);
+		uint64_t errs = fi_cntr_readerr(am.to->t.cntr[1]);
 
 		t_fi(fi_cancel(&am.to->t.ep->fid, mctx));
-		am.to->want[1][1] += fi_cntr_readerr(am.to->cntr[1]) - errs;
+		am.to->want[1][1] += fi_cntr_readerr(am.to->t.cntr[1]) - errs;
 		t_assert(!next(am.to, &g, t_wait_s()) && g.err &&
 			 g.x.op_context == mctx && g.x.err == FI_ECANCELED,
 			 "%s: cancelling the buffer: no FI_ECANCELED entry",

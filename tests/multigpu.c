@@ -46,17 +46,6 @@ static CUdevice dev(int i)
 	return d;
 }
 
-static bool is_double(void)
-{
-	const char *env = getenv("HMEMLOOP_TEST_CUDA");
-	char name[64] = "";
-
-	if (env && !strcmp(env, "real"))
-		return false;
-	t_cu(cuDeviceGetName(name, sizeof(name), dev(0)));
-	return !strcmp(name, "CUDA driver double");
-}
-
 /* Whether device 0 has a context, and how much memory is used there
  * (which a context costs). Read through a context made for the question
  * and destroyed again, on a thread of its own. */
@@ -311,28 +300,12 @@ static void round_of(int dev_a, int dev_b, unsigned seed)
 	teardown();
 }
 
-/* On the double: the two-device plan in a child, then the three-device
- * one in this process. */
-static void on_double(char **argv)
-{
-	int st = t_rerun(argv, "CUDA_DOUBLE_DEVICES", "2");
-
-	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
-		 "the run on two devices failed");
-	setenv("CUDA_DOUBLE_DEVICES", "3", 1);
-	execv("/proc/self/exe", argv);
-	t_fail("execv: cannot run myself again");
-}
-
-int main(int argc, char **argv)
+/* Every round the devices allow. */
+static void plan(void)
 {
 	size_t used_before, used_after;
 	int n;
 
-	t_init(argc, argv, NULL);
-	t_cu(cuInit(0));
-	if (is_double() && !getenv("CUDA_DOUBLE_DEVICES"))
-		on_double(argv);
 	t_cu(cuDeviceGetCount(&n));
 	if (n < 2)
 		t_skip("%d CUDA device(s): this test needs 2 or more", n);
@@ -352,5 +325,26 @@ int main(int argc, char **argv)
 	/* With two devices, the round between them comes last. */
 	if (n == 2)
 		round_of(0, 1, 10000);
+}
+
+/* On the double: the plan on two devices, then on three, each in a
+ * process of its own. */
+static const struct t_case on_double[] = {
+	{ .name = "two-devices", .run = plan, .fresh = true,
+	  .env = { "CUDA_DOUBLE_DEVICES=2" } },
+	{ .name = "three-devices", .run = plan, .fresh = true,
+	  .env = { "CUDA_DOUBLE_DEVICES=3" } },
+};
+
+int main(int argc, char **argv)
+{
+	t_init(argc, argv, NULL);
+	t_cu(cuInit(0));
+	if (t_cuda_double() && !getenv("CUDA_DOUBLE_DEVICES")) {
+		T_RUN_CASES(on_double);
+		t_cases_done();
+		return 0;
+	}
+	plan();
 	return 0;
 }

@@ -4,7 +4,7 @@
  * fi_tsendv of them must be refused with -FI_EINVAL, with nothing written
  * and nothing completed, not carried out as a 64-byte transfer. Run on
  * device memory, and through hmemloop again on host memory under
- * HMEMLOOP_SELF=all ("-H").
+ * HMEMLOOP_SELF=all (the case "host", in a process of its own).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -64,7 +64,7 @@ static void refused(ssize_t ret, struct t_ep *a, struct t_ep *b,
 	t_ok("%s: -FI_EINVAL, nothing completed", what);
 }
 
-static int run(void)
+static void run(void)
 {
 	struct t_fabric f;
 	struct t_ep a, b;
@@ -114,32 +114,31 @@ static int run(void)
 	t_ep_close(&a);
 	t_ep_close(&b);
 	t_close(&f);
-	return 0;
+}
+
+static void on_device(void)
+{
+	t_cuda_init();
+	run();
 }
 
 /* Host memory: hmemloop's only under HMEMLOOP_SELF=all. */
-static void run_host(char **argv)
+static void on_host(void)
 {
-	char *args[] = { argv[0], "-p", (char *) t_prov, "-H", NULL };
-	int st = t_rerun(args, "HMEMLOOP_SELF", "all");
-
-	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
-		 "host memory, HMEMLOOP_SELF=all: status %#x", st);
+	host = true;
+	run();
 }
+
+static const struct t_case cases[] = {
+	T_CASE("device", on_device),
+	{ .name = "host", .run = on_host, .need = T_NEED_SHIM, .fresh = true,
+	  .env = { "HMEMLOOP_SELF=all" } },
+};
 
 int main(int argc, char **argv)
 {
-	const char *enable = getenv("HMEMLOOP_ENABLE");
-	int c;
-
-	t_init(argc, argv, "H");
-	while ((c = getopt(argc, argv, "p:H")) != -1)
-		host |= c == 'H';
-	if (host)
-		return run();
-	t_cuda_init();
-	run();
-	if (enable && !strcmp(enable, "1"))
-		run_host(argv);
+	t_init(argc, argv, NULL);
+	T_RUN_CASES(cases);
+	t_cases_done();
 	return 0;
 }

@@ -319,15 +319,35 @@ static void two_processes(void)
 	free(a);
 }
 
+static void truncated_1_4(void)
+{
+	truncated(FI_VERSION(1, 4), T_ERR_END_1_0);
+}
+
+static void truncated_1_17(void)
+{
+	truncated(FI_VERSION(1, 17), T_ERR_END_1_5);
+}
+
+static void truncated_1_20(void)
+{
+	truncated(FI_VERSION(1, 20), T_ERR_END_1_20);
+}
+
+static const struct t_case cases[] = {
+	T_CASE("same_process", same_process),
+	T_CASE("truncated_1_4", truncated_1_4),
+	T_CASE("truncated_1_17", truncated_1_17),
+	T_CASE("truncated_1_20", truncated_1_20),
+	T_CASE("two_processes", two_processes),
+};
+
 int main(int argc, char **argv)
 {
 	t_init(argc, argv, NULL);
 	out = stdout;
-	same_process();
-	truncated(FI_VERSION(1, 4), T_ERR_END_1_0);
-	truncated(FI_VERSION(1, 17), T_ERR_END_1_5);
-	truncated(FI_VERSION(1, 20), T_ERR_END_1_20);
-	two_processes();
+	T_RUN_CASES(cases);
+	t_cases_done();
 	t_ok("pass-through traffic on %s", t_prov);
 	return 0;
 }

@@ -206,16 +206,21 @@ out:
 	t_ep_close(&b);
 }
 
+static const struct t_case cases[] = {
+	T_CASE("crowd", crowd),
+	T_CASE("nulladdr", nulladdr),
+	T_CASE("ctxdup", ctxdup),
+	T_CASE("inject", inject),
+};
+
 int main(int argc, char **argv)
 {
 	t_init(argc, argv, NULL);
 	t_cuda_init();
 	t_open(&f, NULL);
 	buffers();
-	crowd();
-	nulladdr();
-	ctxdup();
-	inject();
+	T_RUN_CASES(cases);
+	t_cases_done();
 	t_fi(fi_close(&ms.mr->fid));
 	t_fi(fi_close(&md.mr->fid));
 	t_close(&f);

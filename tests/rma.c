@@ -32,20 +32,17 @@
 #define STR_(x)		#x
 
 /* The in-process cases, run in order ("-c NAME" runs one). */
-static const struct tcase {
-	const char *name;
-	void (*fn)(struct fx *x);
-} cases[] = {
-	{ "ops", case_ops },		/* first: without hmemloop it fails */
-	{ "late", case_late },
-	{ "iov", case_iov },
-	{ "self", case_self },
-	{ "domains", case_domains },
-	{ "selective", case_selective },
-	{ "cqdata", case_cqdata },
-	{ "bad", case_bad },
-	{ "bad-host", case_bad_host },
-	{ "threads", case_threads },
+static const struct t_case cases[] = {
+	T_CASE("ops", case_ops),		/* first: without hmemloop it fails */
+	T_CASE("late", case_late),
+	T_CASE("iov", case_iov),
+	T_CASE("self", case_self),
+	T_CASE("domains", case_domains),
+	T_CASE("selective", case_selective),
+	T_CASE("cqdata", case_cqdata),
+	T_CASE("bad", case_bad),
+	T_CASE("bad-host", case_bad_host),
+	T_CASE("threads", case_threads),
 };
 
 /* ---- cases in a process of their own ---------------------------------- */
@@ -70,26 +67,27 @@ static void fail_copy(struct fx *x, const struct xfer *t, const char *what)
 	good_after(x, "a failed copy");
 }
 
-static int child_fail_write(struct fx *x)
+static void child_fail_write(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t = simple(WRITE, DA, PAD, DB, PAD, 4096);
 
 	fail_copy(x, &t, "CUDA copy fails: fi_write device to device");
-	return 0;
 }
 
-static int child_fail_read(struct fx *x)
+static void child_fail_read(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t = simple(READ, HB, PAD, DA, PAD, 4096);
 
 	fail_copy(x, &t, "CUDA copy fails: fi_read device to host");
-	return 0;
 }
 
 /* The third of three pieces fails: the error completes only once the two
  * before it have landed, so nothing changes after it is reported. */
-static int child_fail_piece(struct fx *x)
+static void child_fail_piece(void)
 {
+	struct fx *x = cur_fx;
 	const char *what = "CUDA copy fails on the third piece: fi_writev "
 			   "device to device";
 	struct xfer t = simple(WRITEV, DA, PAD, DB, PAD, 3 * 4096);
@@ -109,14 +107,14 @@ static int child_fail_piece(struct fx *x)
 		 "the error completion", what);
 	t_ok("[%s] %s: error %s, nothing landed after it", x->mode, what,
 	     fi_strerror(FI_EIO));
-	return 0;
 }
 
 /* FI_OPT_CUDA_API_PERMITTED false: hmemloop must leave a device transfer
  * to the provider, which cannot do it. The exit status says what
  * happened; 0 is success, which must not be. */
-static int child_no_cuda(struct fx *x)
+static void child_no_cuda(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t = simple(WRITE, DA, PAD, DB, PAD, 4096);
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
@@ -171,8 +169,9 @@ static size_t free_on(CUdevice dev)
 }
 
 /* Two devices, buffers on device 0: device 1 must stay untouched. */
-static int child_two_devices(struct fx *x)
+static void child_two_devices(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 	CUdevice d1;
 	unsigned flags;
@@ -210,13 +209,13 @@ static int child_two_devices(struct fx *x)
 		 before);
 	t_ok("two devices: device 1's free memory unchanged (%zu bytes)",
 	     after);
-	return 0;
 }
 
 /* HMEMLOOP_SELF=all: host-to-host operations are hmemloop's too, and its
  * FI_EINVAL for a bad key proves it did them. */
-static int child_self_all(struct fx *x)
+static void child_self_all(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, HA, PAD, HB, PAD, 4096);
@@ -232,129 +231,47 @@ static int child_self_all(struct fx *x)
 	t = simple(READ, HB, PAD, HA, PAD + 1, MIB);
 	run(&x->ia, &x->tb, &t, "HMEMLOOP_SELF=all: fi_read host to host, "
 	    "1 MiB");
-	return 0;
 }
 
-enum need { ANY, DOUBLE, SHIM };
+/* The exit status says what the provider did: it must not be success. */
+static void no_cuda_failed(const struct t_case *c, int st)
+{
+	t_assert(!WIFEXITED(st) || WEXITSTATUS(st),
+		 "%s: device fi_write with CUDA calls forbidden "
+		 "succeeded: hmemloop did it", c->name);
+	if (WIFSIGNALED(st))
+		t_ok("%s: CUDA calls forbidden: fi_write device "
+		     "to device left to %s, which crashed "
+		     "(signal %d)", c->name, t_prov,
+		     WTERMSIG(st));
+	else
+		t_ok("%s: CUDA calls forbidden: fi_write device "
+		     "to device left to %s, which failed "
+		     "(status %d)", c->name, t_prov,
+		     WEXITSTATUS(st));
+}
 
-static const struct child {
-	const char *name;
-	enum need need;
-	const char *env[2];
-	int (*fn)(struct fx *x);
-	bool must_fail;
-} children[] = {
-	{ .name = "fail-write", .need = DOUBLE, .fn = child_fail_write,
-	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
-	{ .name = "fail-read", .need = DOUBLE, .fn = child_fail_read,
-	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
-	{ .name = "fail-piece", .need = DOUBLE, .fn = child_fail_piece,
-	  .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
-	{ .name = "no-cuda", .need = ANY, .fn = child_no_cuda,
-	  .must_fail = true },
-	{ .name = "two-devices", .need = DOUBLE, .fn = child_two_devices,
+/* The cases in a process of their own, on the first mode's fixture. */
+static const struct t_case children[] = {
+	{ .name = "fail-write", .need = T_NEED_DOUBLE, .run = child_fail_write,
+	  .fresh = true, .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
+	{ .name = "fail-read", .need = T_NEED_DOUBLE, .run = child_fail_read,
+	  .fresh = true, .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
+	{ .name = "fail-piece", .need = T_NEED_DOUBLE, .run = child_fail_piece,
+	  .fresh = true, .env = { "CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT) } },
+	{ .name = "no-cuda", .run = child_no_cuda, .fresh = true, .wait_s = 3,
+	  .check = no_cuda_failed },
+	{ .name = "two-devices", .need = T_NEED_DOUBLE,
+	  .run = child_two_devices, .fresh = true,
 	  .env = { "CUDA_DOUBLE_DEVICES=2" } },
-	{ .name = "self-all", .need = SHIM, .fn = child_self_all,
-	  .env = { "HMEMLOOP_SELF=all" } },
+	{ .name = "self-all", .need = T_NEED_SHIM, .run = child_self_all,
+	  .fresh = true, .env = { "HMEMLOOP_SELF=all" } },
 };
-
-static const char *argv0;
-
-static bool is_double(void)
-{
-	const char *env = getenv("HMEMLOOP_TEST_CUDA");
-	char name[64] = "";
-	CUdevice dev;
-
-	if (env && !strcmp(env, "real"))
-		return false;
-	t_cu(cuDeviceGet(&dev, 0));
-	t_cu(cuDeviceGetName(name, sizeof(name), dev));
-	return !strcmp(name, "CUDA driver double");
-}
-
-/* Run this program again as "-c NAME"; its wait status. */
-static int spawn(const struct child *c)
-{
-	double end = t_now() + 3 * t_wait_s() + 30;
-	const char *w = getenv("HMEMLOOP_TEST_WAIT");
-	pid_t pid;
-	int st;
-
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	t_assert(pid >= 0, "fork");
-	if (!pid) {
-		char *args[] = { (char *) argv0, "-p", (char *) t_prov, "-c",
-				 (char *) c->name, NULL };
-
-		for (int i = 0; i < 2 && c->env[i]; i++)
-			putenv((char *) c->env[i]);
-		/* Failure may be "no completion": do not wait 10 s for it. */
-		if (c->must_fail && (!w || atof(w) > 3))
-			setenv("HMEMLOOP_TEST_WAIT", "3", 1);
-		execv("/proc/self/exe", args);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, WNOHANG) == 0) {
-		if (t_now() > end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			t_fail("%s: the child did not end in time", c->name);
-		}
-		usleep(10000);
-	}
-	return st;
-}
-
-static void run_children(void)
-{
-	const char *enable = getenv("HMEMLOOP_ENABLE");
-	bool shim = enable && !strcmp(enable, "1"), dbl = is_double();
-
-	for (size_t i = 0; i < sizeof(children) / sizeof(children[0]); i++) {
-		const struct child *c = &children[i];
-		int st;
-
-		if (c->need == DOUBLE && !dbl) {
-			note("%s skipped: it needs the CUDA driver double",
-			     c->name);
-			continue;
-		}
-		if (c->need == SHIM && !shim) {
-			note("%s skipped: hmemloop is not enabled", c->name);
-			continue;
-		}
-		st = spawn(c);
-		if (c->must_fail) {
-			t_assert(!WIFEXITED(st) || WEXITSTATUS(st),
-				 "%s: device fi_write with CUDA calls forbidden "
-				 "succeeded: hmemloop did it", c->name);
-			if (WIFSIGNALED(st))
-				t_ok("%s: CUDA calls forbidden: fi_write device "
-				     "to device left to %s, which crashed "
-				     "(signal %d)", c->name, t_prov,
-				     WTERMSIG(st));
-			else
-				t_ok("%s: CUDA calls forbidden: fi_write device "
-				     "to device left to %s, which failed "
-				     "(status %d)", c->name, t_prov,
-				     WEXITSTATUS(st));
-			continue;
-		}
-		t_assert(!WIFSIGNALED(st), "%s: killed by signal %d", c->name,
-			 WTERMSIG(st));
-		t_assert(!WEXITSTATUS(st), "%s: failed, status %d", c->name,
-			 WEXITSTATUS(st));
-	}
-}
 
 /* ---- main --------------------------------------------------------------- */
 
-/* The cases (all, or the one named), in each registration mode the
- * provider gives. */
-static void run_cases(struct fx *fx, const char *only)
+/* The cases wanted, in each registration mode the provider gives. */
+static void run_cases(struct fx *fx)
 {
 	char first[sizeof(fx->mode)] = "";
 
@@ -368,9 +285,7 @@ static void run_cases(struct fx *fx, const char *only)
 			continue;
 		}
 		strcpy(first, fx->mode);
-		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-			if (!only || !strcmp(cases[i].name, only))
-				cases[i].fn(fx);
+		T_RUN_CASES(cases);
 		verify_all("at the end");
 		fx_close(fx);
 	}
@@ -378,39 +293,22 @@ static void run_cases(struct fx *fx, const char *only)
 
 int main(int argc, char **argv)
 {
-	const char *name = NULL;
 	struct fx fx;
-	int c;
 
-	t_init(argc, argv, "c:");
-	while ((c = getopt(argc, argv, "p:c:")) != -1)
-		if (c == 'c')
-			name = optarg;
-	argv0 = argv[0];
+	t_init(argc, argv, NULL);
 	t_cuda_init();
 	alloc_buffers();
 	cur_fx = &fx;
-
-	if (name) {
-		for (size_t i = 0; i < sizeof(children) / sizeof(children[0]);
-		     i++) {
-			if (strcmp(children[i].name, name))
-				continue;
-			chatty = false;
-			fx_open(&fx, true, true);
-			c = children[i].fn(&fx);
-			fx_close(&fx);
-			return c;
-		}
-		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-			if (!strcmp(cases[i].name, name)) {
-				run_cases(&fx, name);
-				return 0;
-			}
-		t_fail("no case %s", name);
+	chatty = !t_fresh();
+	if (t_fresh()) {
+		fx_open(&fx, true, true);
+		T_RUN_CASES(children);
+		fx_close(&fx);
+		return 0;
 	}
-	run_cases(&fx, NULL);
+	run_cases(&fx);
 	chatty = false;
-	run_children();
+	T_RUN_CASES(children);
+	t_cases_done();
 	return 0;
 }

@@ -120,16 +120,16 @@ void run_bad(const struct ini *in, const struct tgt *t, const struct xfer *x,
 
 /* ---- rma_cases.c ------------------------------------------------------- */
 
-void case_ops(struct fx *x);
-void case_late(struct fx *x);
-void case_iov(struct fx *x);
-void case_self(struct fx *x);
-void case_domains(struct fx *x);
-void case_selective(struct fx *x);
-void case_cqdata(struct fx *x);
-void case_bad(struct fx *x);
-void case_bad_host(struct fx *x);
-void case_threads(struct fx *x);
+void case_ops(void);
+void case_late(void);
+void case_iov(void);
+void case_self(void);
+void case_domains(void);
+void case_selective(void);
+void case_cqdata(void);
+void case_bad(void);
+void case_bad_host(void);
+void case_threads(void);
 void good_after(struct fx *x, const char *after);
 void in_thread(const struct ini *in, const struct tgt *t,
 	       const struct xfer *x, bool own_ctx, const char *what);

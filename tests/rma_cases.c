@@ -29,8 +29,9 @@ static struct xfer dir_xfer(enum op op, const struct dir *d, size_t loff,
 
 /* Every call, every direction, 1 byte to 1 MiB (injects: up to
  * inject_size), at offsets inside the regions. */
-void case_ops(struct fx *x)
+void case_ops(void)
 {
+	struct fx *x = cur_fx;
 	const size_t sizes[] = { 1, 4096, MIB };
 	const size_t inj[] = { 1, x->inject };
 
@@ -56,8 +57,9 @@ void case_ops(struct fx *x)
 /* A device destination read back with no synchronization right after the
  * completion: the double finishes a copy only when someone synchronizes,
  * so this fails if the completion came before the copy. */
-void case_late(struct fx *x)
+void case_late(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer w = simple(WRITE, DA, PAD, DB, PAD, MIB);
 	struct xfer r = simple(READ, DB, PAD, DA, PAD, MIB);
 	struct xfer h = simple(WRITE, HA, PAD, DB, PAD, MIB);
@@ -95,8 +97,9 @@ static void split(size_t len, size_t n, size_t *out)
 		out[i] = len * (i + 1) / n - len * i / n;
 }
 
-void case_iov(struct fx *x)
+void case_iov(void)
 {
+	struct fx *x = cur_fx;
 	static const size_t lens[MAXIOV] = {
 		1, 4099, 777, 65535, 3, 5000, 100000, 17,
 	};
@@ -153,8 +156,9 @@ void case_iov(struct fx *x)
 }
 
 /* An endpoint that is its own target: both entries on its one CQ. */
-void case_self(struct fx *x)
+void case_self(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, DA, PAD, DB, PAD + 1, MIB);
@@ -175,8 +179,9 @@ void case_self(struct fx *x)
 /* A target in a second fabric and domain, whose requested keys (without
  * FI_MR_PROV_KEY) are the same numbers as the first domain's: the key
  * must be looked up in the target's domain. Its counters count there. */
-void case_domains(struct fx *x)
+void case_domains(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, DA, PAD, DB2, PAD + 7, 4096);
@@ -203,8 +208,9 @@ void case_domains(struct fx *x)
 
 /* FI_SELECTIVE_COMPLETION: an entry only for FI_COMPLETION; errors and
  * counters always. Without it, every operation has an entry. */
-void case_selective(struct fx *x)
+void case_selective(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	if (x->default_completion)
@@ -257,8 +263,9 @@ void case_selective(struct fx *x)
 }
 
 /* Remote CQ data through fi_writemsg too, and at the data size's edge. */
-void case_cqdata(struct fx *x)
+void case_cqdata(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITEMSG, DA, PAD, DB, PAD, 4096);
@@ -284,8 +291,9 @@ void good_after(struct fx *x, const char *after)
 
 /* Bad input with device memory on a side: the error, its context, the
  * error counter, no byte changed, and the next operation works. */
-void case_bad(struct fx *x)
+void case_bad(void)
 {
+	struct fx *x = cur_fx;
 	bool virt = x->f[0].info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
 	uint64_t bk = bad_key(0);
 	struct xfer t;
@@ -367,8 +375,9 @@ void case_bad(struct fx *x)
 /* Bad input whose only device memory is the target region: host memory
  * locally. The region is device memory, so the answer is still
  * FI_EACCES, whatever the provider would say of a host region. */
-void case_bad_host(struct fx *x)
+void case_bad_host(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, HA, PAD, DB, BIG - 2048, 4096);
@@ -445,8 +454,9 @@ void in_thread(const struct ini *in, const struct tgt *t,
 }
 
 /* The caller's CUDA context is as it was: none, or its own. */
-void case_threads(struct fx *x)
+void case_threads(void)
 {
+	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, DA, PAD, DB, PAD, MIB);

@@ -98,45 +98,18 @@ void alloc_buffers(void)
 
 /* ---- the fixture ------------------------------------------------------- */
 
-static struct fid_cntr *cntr(struct t_fabric *f, struct t_ep *e, uint64_t flags)
-{
-	struct fi_cntr_attr attr = {
-		.events = FI_CNTR_EVENTS_COMP,
-		.wait_obj = FI_WAIT_NONE,
-	};
-	struct fid_cntr *c;
-
-	t_fi(fi_cntr_open(f->domain, &attr, &c, NULL));
-	t_fi(fi_ep_bind(e->ep, &c->fid, flags));
-	return c;
-}
-
-/* t_ep_open, with counters bound and the CQ's bind flags chosen. */
+/* t_ep_open, with counters bound (given nonzero flags) and the CQ's bind
+ * flags chosen. */
 static void ep_open(struct t_ep *e, struct t_fabric *f, uint64_t cq_flags,
 		    struct fid_cntr **c1, uint64_t f1,
 		    struct fid_cntr **c2, uint64_t f2)
 {
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_TAGGED,
-		.wait_obj = FI_WAIT_NONE,
-	};
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-
-	memset(e, 0, sizeof(*e));
-	e->f = f;
-	t_fi(fi_endpoint(f->domain, f->info, &e->ep, NULL));
-	t_fi(fi_cq_open(f->domain, &cq_attr, &e->cq, NULL));
-	t_fi(fi_av_open(f->domain, &av_attr, &e->av, NULL));
-	t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV | cq_flags));
-	t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
+	t_ep_open(e, f, &(struct t_opts) { .cq_flags = cq_flags,
+					   .own_cntr = { f1, f2 } });
 	if (c1)
-		*c1 = cntr(f, e, f1);
+		*c1 = e->cntr[0];
 	if (c2)
-		*c2 = cntr(f, e, f2);
-	t_fi(fi_enable(e->ep));
-	e->namelen = sizeof(e->name);
-	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
-	t_progress(e->cq);
+		*c2 = e->cntr[1];
 }
 
 bool chatty = true;
@@ -253,9 +226,6 @@ bool fx_open(struct fx *x, bool virt, bool light)
 
 void fx_close(struct fx *x)
 {
-	struct fid_cntr *c[] = { x->ia.wr, x->ia.rd, x->is.wr, x->is.rd,
-				 x->tc.rw, x->tc.rr };
-
 	for (int n = 0; n < NBUF; n++)
 		if (bufs[n].mr.mr)
 			t_fi(fi_close(&bufs[n].mr.mr->fid));
@@ -265,9 +235,6 @@ void fx_close(struct fx *x)
 		t_ep_close(&x->s);
 	if (x->c.ep)
 		t_ep_close(&x->c);
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		if (c[i])
-			t_fi(fi_close(&c[i]->fid));
 	if (x->f[1].domain)
 		t_close(&x->f[1]);
 	t_close(&x->f[0]);

@@ -86,12 +86,8 @@ struct op {
 };
 
 struct ep {
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
+	struct t_ep t;
 	fi_addr_t addr[NEPS];		/* the others, in this AV */
-	char name[256];
-	size_t namelen;
 };
 
 struct worker {
@@ -240,9 +236,9 @@ static void retire(struct op *op)
 	if (atomic_fetch_add(&s.retired, 1) + 1 == s.nops) {
 		/* The last: release every thread asleep in fi_cq_sread. */
 		for (int e = 0; e < NEPS; e++)
-			t_fi(fi_cq_signal(s.eps[e].cq));
+			t_fi(fi_cq_signal(s.eps[e].t.cq));
 	} else if (issuer->sleeper && atomic_load(&issuer->asleep)) {
-		t_fi(fi_cq_signal(s.eps[op->from].cq));
+		t_fi(fi_cq_signal(s.eps[op->from].t.cq));
 	}
 }
 
@@ -388,7 +384,7 @@ static int sweep(struct worker *w)
 	int n = 0;
 
 	for (int i = 0; i < NEPS; i++) {
-		struct fid_cq *cq = s.eps[(w->index + i) % NEPS].cq;
+		struct fid_cq *cq = s.eps[(w->index + i) % NEPS].t.cq;
 
 		n += handle(w, cq, fi_cq_read(cq, e, 8), e, "fi_cq_read");
 	}
@@ -398,7 +394,7 @@ static int sweep(struct worker *w)
 /* A sleeper's wait for something to finish: its endpoint's CQ. */
 static void sleep_on(struct worker *w, int timeout)
 {
-	struct fid_cq *cq = s.eps[w->index / (NTHREADS / NEPS)].cq;
+	struct fid_cq *cq = s.eps[w->index / (NTHREADS / NEPS)].t.cq;
 	struct fi_cq_tagged_entry e[8];
 	ssize_t ret;
 
@@ -445,7 +441,7 @@ static void issue(struct worker *w, struct op *op, int slot)
 		fill(w, op->ldev, op->local, op->len, seed_of(op));
 		guard(w, op->rdev, op->remote + op->len);
 		POSTED(op);
-		POST(w, fi_write(from->ep, op->local, op->len,
+		POST(w, fi_write(from->t.ep, op->local, op->len,
 				 s.mr[op->ldev].desc, dest,
 				 raddr(op->rdev, op->remote),
 				 s.mr[op->rdev].key, &op->tx));
@@ -454,7 +450,7 @@ static void issue(struct worker *w, struct op *op, int slot)
 		fill(w, op->rdev, op->remote, op->len, seed_of(op));
 		guard(w, op->ldev, op->local + op->len);
 		POSTED(op);
-		POST(w, fi_read(from->ep, op->local, op->len,
+		POST(w, fi_read(from->t.ep, op->local, op->len,
 				s.mr[op->ldev].desc, dest,
 				raddr(op->rdev, op->remote),
 				s.mr[op->rdev].key, &op->tx));
@@ -462,24 +458,24 @@ static void issue(struct worker *w, struct op *op, int slot)
 	case CANCEL:
 		guard(w, op->rdev, op->remote);
 		POSTED(op);
-		POST(w, fi_trecv(to->ep, op->remote, op->len,
+		POST(w, fi_trecv(to->t.ep, op->remote, op->len,
 				 s.mr[op->rdev].desc, FI_ADDR_UNSPEC,
 				 CANCEL_TAG | op->id, 0, &op->rx));
-		t_fi(fi_cancel(&to->ep->fid, &op->rx));
+		t_fi(fi_cancel(&to->t.ep->fid, &op->rx));
 		break;
 	default:
 		fill(w, op->ldev, op->local, op->len, seed_of(op));
 		guard(w, op->rdev, op->remote + op->len);
 		POSTED(op);
 		if (op->send_first)
-			POST(w, fi_tsend(from->ep, op->local, op->len,
+			POST(w, fi_tsend(from->t.ep, op->local, op->len,
 					 s.mr[op->ldev].desc, dest, tag,
 					 &op->tx));
-		POST(w, fi_trecv(to->ep, op->remote, op->len,
+		POST(w, fi_trecv(to->t.ep, op->remote, op->len,
 				 s.mr[op->rdev].desc, FI_ADDR_UNSPEC, tag, 0,
 				 op->shared ? &w->shared : &op->rx));
 		if (!op->send_first)
-			POST(w, fi_tsend(from->ep, op->local, op->len,
+			POST(w, fi_tsend(from->t.ep, op->local, op->len,
 					 s.mr[op->ldev].desc, dest, tag,
 					 &op->tx));
 		break;
@@ -525,30 +521,18 @@ static void *work(void *arg)
 static void setup(void)
 {
 	struct t_opts o = { .tx_op_flags = FI_DELIVERY_COMPLETE };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 
 	if (t_try_open(&s.f, &o)) {
 		o.tx_op_flags = 0;
 		t_open(&s.f, &o);
 		printf("note: %s has no FI_DELIVERY_COMPLETE\n", t_prov);
 	}
-	for (int i = 0; i < NEPS; i++) {
-		struct ep *e = &s.eps[i];
-
-		t_fi(fi_endpoint(s.f.domain, s.f.info, &e->ep, NULL));
-		t_fi(fi_cq_open(s.f.domain, &cq_attr, &e->cq, NULL));
-		t_fi(fi_av_open(s.f.domain, &av_attr, &e->av, NULL));
-		t_fi(fi_ep_bind(e->ep, &e->cq->fid, FI_TRANSMIT | FI_RECV));
-		t_fi(fi_ep_bind(e->ep, &e->av->fid, 0));
-		t_fi(fi_enable(e->ep));
-		e->namelen = sizeof(e->name);
-		t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
-	}
+	for (int i = 0; i < NEPS; i++)
+		t_ep_open(&s.eps[i].t, &s.f,
+			  &(struct t_opts) { .cq_wait = FI_WAIT_UNSPEC });
 	for (int i = 0; i < NEPS; i++)
 		for (int j = 0; j < NEPS; j++)
-			t_assert(fi_av_insert(s.eps[i].av, s.eps[j].name, 1,
+			t_assert(fi_av_insert(s.eps[i].t.av, s.eps[j].t.name, 1,
 					      &s.eps[i].addr[j], 0, NULL) == 1,
 				 "fi_av_insert");
 
@@ -566,11 +550,8 @@ static void teardown(void)
 {
 	for (int d = 0; d < 2; d++)
 		t_fi(fi_close(&s.mr[d].mr->fid));
-	for (int i = 0; i < NEPS; i++) {
-		t_fi(fi_close(&s.eps[i].ep->fid));
-		t_fi(fi_close(&s.eps[i].av->fid));
-		t_fi(fi_close(&s.eps[i].cq->fid));
-	}
+	for (int i = 0; i < NEPS; i++)
+		t_ep_close(&s.eps[i].t);
 	t_close(&s.f);
 	t_dev_free(s.arena[1]);
 	free(s.arena[0]);
@@ -630,7 +611,7 @@ static void quiet(void)
 
 	while (t_now() < end) {
 		for (int i = 0; i < NEPS; i++) {
-			ssize_t ret = fi_cq_read(s.eps[i].cq, &e, 1);
+			ssize_t ret = fi_cq_read(s.eps[i].t.cq, &e, 1);
 
 			if (ret == 1) {
 				struct ctx *c = e.op_context;

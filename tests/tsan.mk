@@ -12,7 +12,7 @@ tests_tsan_libcuda_la_CPPFLAGS = $(CUDA_CFLAGS)
 tests_tsan_libcuda_la_CFLAGS = $(AM_CFLAGS) $(TSAN)
 tests_tsan_libcuda_la_LDFLAGS = $(tests_doubles_cuda_libcuda_la_LDFLAGS) -fsanitize=thread
 tests_tsan_libcuda_la_LIBADD = -lpthread
-tests_tsan_libhmltest_la_SOURCES = tests/common.c tests/hmltest.h
+tests_tsan_libhmltest_la_SOURCES = $(tests_libhmltest_la_SOURCES)
 tests_tsan_libhmltest_la_CFLAGS = $(AM_CFLAGS) $(TSAN)
 EXTRA_PROGRAMS += tests/tsan/stress
 tests_tsan_stress_SOURCES = tests/stress.c
