@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Plot hmemloop-bench's CSV: bandwidth against size, log-log, one line per
 method, one panel per direction.
 

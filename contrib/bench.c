@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-bench: what hmemloop's same-process device copies cost against
  * the CUDA driver's own copy and against staging through host memory

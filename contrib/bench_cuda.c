@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The CUDA driver, opened with dlopen and resolved through
  * cuGetProcAddress_v2, so that the bench links no libcuda and runs the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hmemloop-bench mode 1 and --cross: the methods, the buffers, the
  * results, and the mode that says which of them a run has. */
 #ifndef HML_BENCH_DEV_H

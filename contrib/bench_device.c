@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The methods of mode 1 and --cross, and the two modes. Each method moves
  * len bytes from a direction's source buffer to its destination buffer of

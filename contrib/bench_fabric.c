@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Provider setup and completion waits shared by both modes. The bench asks
  * for what an application that has never heard of device memory asks for:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Mode 2: what hmemloop costs the traffic it passes through. Host-memory
  * messages and RMA writes between two processes, each run a fresh pair

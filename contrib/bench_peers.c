@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * --peers: two processes on one GPU move device memory through a provider,
  * as two ranks of a job do (libfabric issue 12328's configuration: hints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-bench --peers: what its files share. bench_peers.c is A, the
  * initiator that measures; bench_peers_side.c what both processes do, and

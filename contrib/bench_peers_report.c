@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hmemloop-bench --peers: the tables, the reasons, the CSV. */
 #include <errno.h>
 #include <stdio.h>

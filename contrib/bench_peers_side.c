@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-bench --peers: what both processes do (the control channel,
  * buffers, the fabric), and B, the target, which A (bench_peers.c) starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The output of mode 1 and --cross: a header that says what was measured,
  * three tables a direction (latency; bandwidth and message rate; hmemloop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Mode 1 and --cross: check that hmemloop is on, probe the hmemloop
  * methods in a child, then time every method of the mode at every size

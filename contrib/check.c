@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-check, run by the hmemloop wrapper (hmemloop(1)):
  *   --check --library PATH [--json]   will hmemloop work here, and why not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hmemloop-check: what hmemloop --check finds, and how it is printed. */
 #ifndef CHECK_H
 #define CHECK_H

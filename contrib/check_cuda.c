@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-check: the CUDA driver as the library opens it
  * (HMEMLOOP_CUDA_LIBRARY, shim/cudaproc.c), its GPUs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-check: the libfabric a program would load (libfabric.so.1 as
  * the loader finds it), its providers, and which of them move CUDA memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hmemloop-check: the findings as text, each with what it means, or as
  * JSON with the same fields. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-demo: one process writes 1 MiB of CUDA device memory into
  * another of its device buffers with fi_write, through its own address,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make demo: the same fi_write of device memory, without and with hmemloop.
 # On the GPU where there is one, else on the CUDA driver double from tests/.
 builddir=${HML_BUILDDIR:-.}

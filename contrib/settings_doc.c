@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hmemloop-check --settings: the settings list (hml_config.h) as the
  * wrapper's --help prints it, as hmemloop(7)'s roff, as README's table,
  * or its names. In help, `x` marks a literal. */

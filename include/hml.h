@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop's view of the libfabric objects an application opens.
  *

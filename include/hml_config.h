@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Settings, read once from HMEMLOOP_* environment variables at load.
  *

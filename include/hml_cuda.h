@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The CUDA driver: opened on first need, never linked. */
 #ifndef HML_CUDA_H
 #define HML_CUDA_H

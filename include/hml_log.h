@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Log lines on stderr, each "hmemloop: <pid>: <level>: <message>". */
 #ifndef HML_LOG_H
 #define HML_LOG_H

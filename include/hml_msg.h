@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Messages between endpoints of this process. The send side (msg.c)
  * brings a message to a receive the application posted; the receive side

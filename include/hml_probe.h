@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Does a provider register CUDA memory? Shared by the library
  * (getinfo.c) and hmemloop --check. */
 #ifndef HML_PROBE_H

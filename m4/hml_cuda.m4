@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-2-Clause
 dnl HML_CHECK_CUDA: find cuda.h. The library never links libcuda: it opens
 dnl libcuda.so.1 at run time.
 AC_DEFUN([HML_CHECK_CUDA], [

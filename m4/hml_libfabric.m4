@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-2-Clause
 dnl HML_CHECK_LIBFABRIC: find libfabric's headers and library, and say which.
 dnl --with-libfabric=DIR looks in DIR/include and DIR/lib{64,}; otherwise pkg-config.
 AC_DEFUN([HML_CHECK_LIBFABRIC], [

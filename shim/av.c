@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Address vectors: every change to one invalidates what selfaddr.c
  * learned from it, and an endpoint that closes leaves them all. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Counters: the shim adds to them what the provider would have. */
 #include <stdlib.h>
 

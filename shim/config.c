@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The settings of HML_SETTINGS (hml_config.h): parsed from the
  * environment once, and told at info level. */
 #include <stdio.h>

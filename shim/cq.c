@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Completion queues. Every read path returns the shim's entries first,
  * then the provider's; while the shim has none, a read costs one load more

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Waking a thread asleep on a CQ in the provider's sread (cq.c counts the
  * sleepers) when a shim entry is queued (cqueue.c). Its own file, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The CUDA driver, opened with dlopen on the first same-process operation,
  * so that one build runs where there is no GPU and processes that never

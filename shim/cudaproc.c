@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The CUDA driver's calls, found as the runtime finds them: through
  * cuGetProcAddress_v2, at the API version they are written against. */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dlsym(): a program that opens libfabric itself and looks fi_fabric up in
  * its handle, as ctypes-style bindings do, gets the wrapped entry point,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Domains: where endpoints, completion queues, counters, address vectors
  * and memory regions are made. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Endpoints, scalable endpoints and their contexts, shared receive
  * contexts, and aliases: what they are bound to, and their tables. */
 #include <stdlib.h>

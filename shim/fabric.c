@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fabrics: the root of every object the application opens. */
 #include <stdlib.h>
 

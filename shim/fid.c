@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What every wrapped object shares: its fid-ops copy and its close. */
 #include <stdlib.h>
 #include <string.h>

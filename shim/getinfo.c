@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_getinfo, interposed to ask for FI_HMEM on the application's behalf
  * (HMEMLOOP_HMEM). Without FI_HMEM, shm copies device memory between

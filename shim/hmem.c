@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_HMEM on the application's behalf, after fi_getinfo (getinfo.c): the
  * domains and endpoints of an entry whose FI_HMEM was hidden from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The exported entry points. Every libfabric object descends from a fabric,
  * and fi_fabric/fi_fabric2 are the only exported calls that make one, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Memory regions: what was registered, where, with which rights and key. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A domain's memory regions, found by key (the target of an RMA) and by
  * descriptor (a local buffer). Chained hash tables under a read-write lock:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The send side: a send to an endpoint of this process that is in an
  * address vector of this process goes to the first matching receive the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A registration tagged FI_HMEM_CUDA, in a domain of this entry opened
  * through fabric_open (libfabric's own fi_fabric: the library does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receive side. A message from this process must land in a receive
  * the application posted, and the provider holds those. So once an

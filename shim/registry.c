@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The endpoints of this process: every enabled connectionless endpoint's
  * name is in one registry, which address vectors ask whether an address is

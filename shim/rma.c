@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RMA: a read or write whose target is an endpoint of this process and
  * which touches device memory is done here, with the CUDA driver, and

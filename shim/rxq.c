@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receive queue of an endpoint or shared receive context: the records
  * of the receives the shim tracks, in posting order and by the address of

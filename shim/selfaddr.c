@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Is an address an endpoint of this process? A destination is resolved
  * through the initiator's address vector and looked up in the registry

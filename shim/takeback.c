@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The take-back: how a record the provider holds comes back to the shim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Which endpoints' receives are recorded, and which CQs are read through
  * their records. An endpoint's receives are recorded from when it is in an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Same-process transfers (hml_xfer.h): each side is a list of buffers of
  * this process, classified as host or device memory; the rules say whose

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # make check-asan: libhmemloop and the rma, msg, wait,
 # stress and fuzz tests again with AddressSanitizer and
 # UndefinedBehaviorSanitizer (per-target flags, in tests/asan/), run by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What hmemloop keeps must stay bounded, and stay right, while the
  * application's objects come and go (issues 14 and 15):

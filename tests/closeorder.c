@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Objects closed in the orders the man pages allow, including a close the
  * provider refuses (a domain still in use) and its retry. Run by

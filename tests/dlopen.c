@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Runs tests/tables.c from a plugin opened RTLD_LOCAL, as NCCL opens its
  * network plugins: libfabric is then not in the global scope, and hmemloop

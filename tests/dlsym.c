@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A program that opens libfabric itself, as ctypes-style bindings do, and
  * looks fi_fabric up in its handle: through hmemloop the fabric it opens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_loopback's order: the receive is posted before the endpoint's own
  * address is in any address vector of the process, so the shim never

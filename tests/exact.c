@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Same-process messages under uses libfabric allows that a take-back by
  * the application's context gets wrong (issue 14). Each case checks what

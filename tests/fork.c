@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fork() after the fabric is up: the child is another process. The parent
  * has an endpoint in its own AV, a region and a same-process transfer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The differential fuzzer (issue 15). Each sequence of random operations
  * (fuzz_seq.c) runs twice on host memory, in two child processes: through

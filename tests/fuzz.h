@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/fuzz: the differential fuzzer (fuzz.c drives, fuzz_seq.c runs a
  * sequence, fuzz_known.c says what each provider is not asked). */
 #ifndef FUZZ_H

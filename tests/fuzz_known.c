@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The one place where the fuzzer is told what not to ask: each line the
  * providers it holds for (parts of their names, "|" between them, "" for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One fuzz sequence: planned whole from its seed (so that a run without
  * hmemloop and one through it post the same operations, whatever each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An application as in libfabric issue 12328: FI_MR_HMEM in its hints
  * (with -n, not even that), no FI_HMEM, device memory registered as

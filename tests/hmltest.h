@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Helpers shared by the test programs: set up a provider, endpoints,
  * registrations and device memory; wait for completions; run cases
  * (cases.c); report. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An idle fi_cq_sread and fi_cq_sreadfrom end at their timeout with
  * -FI_EAGAIN, on every wait object the provider offers, for reliable

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Test programs, the harness and its list. tests/TESTS says how each runs.
 check_LTLIBRARIES += tests/libhmltest.la
 tests_libhmltest_la_SOURCES = tests/common.c tests/cases.c tests/hmltest.h

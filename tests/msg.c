@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Device messages: every send and receive call between endpoints of this
  * process, on CUDA device memory and host memory. Through hmemloop each

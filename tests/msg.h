@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/msg: what its parts share (msg.c: the fixture, one message, the
  * checks; msg_calls.c: cases 1-7; msg_race.c: case 8; msg_rx.c:
  * cases 9-11). */

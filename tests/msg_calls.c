@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tests/msg: the calls, truncation, messages queued before any receive,
  * matching, selective completion (cases 1-7; counters throughout). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Several GPUs in one process: same-process fi_write, fi_read and fi_send
  * between buffers on different devices, both ways, with peer access and

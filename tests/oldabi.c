@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A binary built against libfabric 1.0 calls fi_fabric@FABRIC_1.0 with the
  * 1.0 attribute layout, which has no api_version. Through hmemloop the call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Buffer lengths that wrap past 2^64: an iov of 2^64 - 4032 bytes and one
  * of 4096 add up to 64. A same-process fi_writev, fi_readv, fi_sendv or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Host-memory traffic that hmemloop must leave exactly as the provider does
  * it: RMA, messages and tagged messages, between two endpoints of this

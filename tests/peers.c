@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The other half of libfabric issue 12328: two processes of one host move
  * device memory through the provider (shm, or EFA's shm path). The

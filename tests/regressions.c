@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Regressions: shapes of an application that libfabric allows and the shim
  * once tripped on, each with a same-process device message:

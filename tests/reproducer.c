@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The bug hmemloop exists for, reproduced: one process, its own address in
  * its address vector, CUDA device memory registered as ordinary memory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A device reset under hmemloop: cuDevicePrimaryCtxReset destroys the
  * primary context with every stream made in it, hmemloop's included, and

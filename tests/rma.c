@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Device RMA: every RMA call, between endpoints of this process, on CUDA
  * device memory and host memory. Through hmemloop each must move exactly

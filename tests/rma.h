@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Shared by the device RMA test's files: rma.c (main, the cases that
  * need a process of their own), rma_core.c (buffers, fixture, one
  * operation checked end to end) and rma_cases.c (the in-process cases). */

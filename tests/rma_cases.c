@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The device RMA test's in-process cases: each takes the fixture and
  * checks a family of operations end to end (rma_core.c's run). */
 #ifndef _GNU_SOURCE

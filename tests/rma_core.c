@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The device RMA test's machinery: buffers with shadows of what they
  * must hold, the fixture, and one operation checked end to end. */
 #ifndef _GNU_SOURCE

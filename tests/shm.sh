@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Sourced by tests/harness and tests/fabtests.
 #
 # shm keeps its regions in /dev/shm until the endpoint is closed, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Stress: one FI_THREAD_SAFE domain, NEPS endpoints of this process each
  * with its own CQ and an AV holding them all, and NTHREADS threads that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Prints whether two endpoints of one domain share their op tables, as
  * providers make them, or have tables of their own, as hmemloop makes them

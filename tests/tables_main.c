@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 int tables_main(int argc, char **argv);
 
 int main(int argc, char **argv)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Host messages between two RDM endpoints of the process at every
  * threading level, on the provider and, for a layered one (tcp;ofi_rxm),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # make check-tsan: libhmemloop, the CUDA double and tests/stress again with
 # ThreadSanitizer (per-target flags, in tests/tsan/); the stress test through
 # them. tests/tsan.supp says what is suppressed and why.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Waiting: every way an application waits for completions sees the ones
  * hmemloop reports for same-process device operations, which the provider

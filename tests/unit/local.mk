@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Unit tests: internal pieces of the shim, linked from a convenience
 # library of its sources, with no preload and no provider (libfabric is
 # linked for fi_strerror). Included by the top-level Makefile.am, so paths

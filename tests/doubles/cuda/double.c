@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CUDA driver double: initialisation, fault injection, devices, tracing
  * and the extent allocator behind device memory and VMM address space.

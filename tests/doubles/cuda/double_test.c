@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Self-test of the CUDA driver double.  Run it with the double first on
  * the library path:

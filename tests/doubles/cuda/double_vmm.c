@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CUDA driver double: virtual memory management (cuMemCreate and friends).
  *

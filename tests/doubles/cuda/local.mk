@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # CUDA driver double: a libcuda.so.1 for machines without a GPU, and its
 # self-test.  Included by the top-level Makefile.am, so paths start at the
 # top of the tree.  Run the test with the double first on the library path:

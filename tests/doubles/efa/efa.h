@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An EFA provider double for machines without EFA: a libfabric DL provider
  * (libefa-fi.so) named "efa" that gives RDM endpoints EFA's addresses,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Address vectors. Inserting an EFA address inserts, into the shm AV
  * underneath, the shm name real EFA derives from it (efa_shm.c); the

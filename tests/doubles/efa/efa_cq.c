@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Completion queues and counters: shm's, behind a proxy. Entries come back
  * as shm wrote them: the application's contexts, and source addresses that
  * are ours too, since our fi_addr_t values are shm's. */

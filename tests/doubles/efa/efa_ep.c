@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Endpoints. Each has an EFA address and a shm endpoint named after it
  * (real EFA's efa_shm.c scheme), and every data operation goes straight to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Fabric and domain: each opens its shm counterpart through the public
  * calls (fi_getinfo, fi_fabric, fi_domain), as real EFA does. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Memory registration as EFA RDM does it (efa_mr.c): provider-chosen keys,
  * and an FI_HMEM_CUDA (or other device) region on a domain opened without

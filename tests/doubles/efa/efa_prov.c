@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The provider: its registration, EFA addresses and their shm names, and
  * fi_getinfo, which asks shm for what it can do and answers as EFA RDM.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The EFA provider double checked against what it stands for: EFA's
  * addresses, registration modes and FI_HMEM rules, host traffic between

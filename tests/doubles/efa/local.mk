@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # EFA provider double: a libfabric DL provider named "efa" on top of shm,
 # for machines without EFA, and its self-test. Included by the top-level
 # Makefile.am, so paths start at the top of the tree. Run the test with
