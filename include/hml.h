@@ -95,6 +95,7 @@ struct hml_fid {
 	HML_TABLE(struct fi_ops) fi;		/* installed as fid->ops */
 	const struct fi_ops *prov;
 	struct fid *fid;
+	void (*quiesce)(void);			/* before the provider's close */
 	void (*release)(struct hml_fid *h);	/* after a successful close */
 };
 
@@ -141,11 +142,14 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 /* cntr.c */
 struct hml_cntr {
 	struct hml_fid h;
+	HML_TABLE(struct fi_ops_cntr) ops;
+	const struct fi_ops_cntr *prov;
 	struct fid_cntr *cntr;
 	int events;			/* enum fi_cntr_events */
 };
 
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
+/* cntradd.c */
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 
 /* cq.c: completion queues; cqueue.c: their queues of the shim's entries */
@@ -239,6 +243,7 @@ bool hml_cq_take_err(struct hml_cq *cq, struct hml_cq_err *buf);
 
 /* cqwake.c */
 void hml_cq_wake(struct hml_cq *cq);
+bool hml_cq_watched(const struct hml_cq *cq);
 
 /* av.c: address vectors (hml_av.h) */
 struct hml_av;
@@ -294,6 +299,16 @@ struct hml_ep {
 	struct hml_ep *sharers;		/* track.c: SRX: endpoints enabled on it */
 	struct hml_ep *share_next;
 
+	struct hml_flight {		/* inflight.c (hml_op.h): its operations
+					 * not completed yet, oldest first */
+		pthread_mutex_t lock;
+		struct hml_op *head, *tail;
+		struct hml_stream *last;/* of the newest copy queued */
+		size_t count;		/* atomic */
+		unsigned int gen;	/* the process's, see inflight.c */
+		bool listed;
+	} flight;
+
 	struct hml_rxq *rxq;		/* track.c: created when tracking starts */
 	bool early_rx;			/* recv.c: receives were posted before
 					 * it: the provider holds some the
@@ -308,13 +323,11 @@ struct hml_ep {
 struct hml_ep *hml_ep_wrap(struct hml_domain *d, struct fid_ep *ep,
 			   const struct fi_info *info);
 
-/* completion.c: what the initiator, an RMA target and a receive report */
+/* completion.c: what the initiator, an RMA target and a receive report
+ * (the whole operation's: hml_op.h) */
 struct hml_mr;
 void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 		     bool inject, int cntr);
-void hml_complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
-			 uint64_t flags, struct hml_mr **mrs, size_t len,
-			 bool read);
 void hml_complete_rx(struct hml_ep *t, const struct hml_cqe *c, bool asked);
 
 /* registry.c: the endpoints of this process */

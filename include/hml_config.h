@@ -28,6 +28,10 @@
 	X(self, "HMEMLOOP_SELF", ENUM, "device", "device all",		\
 	  "`device`: perform locally the same-process operations that touch " \
 	  "device memory; `all`: every same-process operation")		\
+	X(async, "HMEMLOOP_ASYNC", BOOL, "1", "0 1",			\
+	  "`1`: a same-process operation returns once its copy is queued, " \
+	  "and completes when a CQ or counter read finds it landed; `0`: " \
+	  "each operation waits for its copy before it returns")		\
 	X(hmem, "HMEMLOOP_HMEM", ENUM, "auto", "off auto on",		\
 	  "ask the provider for `FI_HMEM` on the application's behalf, for " \
 	  "device memory between processes (see Between processes): " \

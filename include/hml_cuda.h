@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cuda.h>
 
@@ -38,15 +39,27 @@ struct hml_mem {
 int hml_cuda_classify(const void *ptr, struct hml_mem *m);
 
 /*
- * One synchronous copy, in as many pieces as the caller has: begin makes
- * a context of the device current (the caller's is restored at end), each
+ * One copy, in as many pieces as the caller has: begin makes a context of
+ * the device current (the caller's is restored at end or post), each
  * piece is queued on this thread's stream for that context, and end waits
  * for all of them. Errors are -FI_EIO, logged once per kind.
  */
+struct hml_stream;
+
 struct hml_copy {
 	bool pushed;			/* begin made a context current */
-	CUstream stream;
+	struct hml_stream *s;
 	int err;
+};
+
+/*
+ * A copy posted and not waited for: whether it has landed is asked of its
+ * stream, whose order also covers every copy queued on it before. Held
+ * until put.
+ */
+struct hml_ticket {
+	struct hml_stream *s;		/* NULL: nothing to wait for */
+	uint64_t seq;
 };
 
 /* Device memory in the context of where, for messages that wait. */
@@ -56,5 +69,13 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr);
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where);
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n);
 int hml_copy_end(struct hml_copy *c);
+/* End without waiting; on an error, wait as end does and leave t empty. */
+int hml_copy_post(struct hml_copy *c, struct hml_ticket *t);
+/* 1: landed; 0: not yet; -FI_EIO. */
+int hml_ticket_poll(struct hml_ticket *t);
+int hml_ticket_wait(struct hml_ticket *t);
+/* Wait, and put: the copy is over. */
+int hml_ticket_land(struct hml_ticket *t);
+void hml_ticket_put(struct hml_ticket *t);
 
 #endif

@@ -170,8 +170,10 @@ bool hml_rx_directed(const struct hml_rxq *q, const struct hml_rx *r);
 bool hml_rx_matches(const struct hml_rxq *q, const struct hml_rx *r,
 		    fi_addr_t src, uint64_t tag);
 bool hml_rx_multi_left(const struct hml_rx *r);
+struct hml_op;
 int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
-		   const struct hml_side *src, const struct hml_msgin *in);
+		   const struct hml_side *src, const struct hml_msgin *in,
+		   struct hml_op *op);
 ssize_t hml_rx_prov(struct hml_ep *o, struct fid_ep *fid,
 		    const struct fi_msg_tagged *m, uint64_t flags, int tagged);
 bool hml_rx_take_waiting(struct hml_rxq *q, struct hml_rx *r);

@@ -58,7 +58,8 @@ enum hml_verdict hml_xfer_send(struct hml_xfer *x, struct hml_ep *e,
 			       bool inject);
 bool hml_xfer_host(const struct hml_xfer *x, struct hml_domain *d,
 		   const struct iovec *iov, void **desc, size_t count);
-int hml_xfer_copy(struct hml_xfer *x, bool read);
+struct hml_op;
+int hml_xfer_copy(struct hml_xfer *x, bool read, struct hml_op *op);
 void hml_xfer_end(struct hml_xfer *x);
 
 /* The sides themselves, for the message path's receives and staged
@@ -66,7 +67,7 @@ void hml_xfer_end(struct hml_xfer *x);
 int hml_side_local(struct hml_side *s, struct hml_domain *d,
 		   const struct iovec *iov, void **desc, size_t count);
 int hml_move(const struct hml_side *dst, const struct hml_side *src,
-	     size_t len);
+	     size_t len, struct hml_op *op);
 const struct hml_mem *hml_side_device(const struct hml_side *s);
 
 #endif

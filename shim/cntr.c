@@ -1,22 +1,47 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Counters: the shim adds to them what the provider would have. */
+/*
+ * Counters: the shim adds to them what the provider would have
+ * (cntradd.c). Reading one, or waiting on it, first completes the shim's
+ * operations whose copies have landed (inflight.c); with none in flight,
+ * a read costs one load more than the provider's.
+ */
 #include <stdlib.h>
 
-#include "hml.h"
 #include "hml_log.h"
+#include "hml_op.h"
 
-/* libfabric 2.x counters can count bytes; the value is part of the ABI. */
-#define HML_CNTR_EVENTS_BYTES 1
-
-void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err)
+static struct hml_cntr *cntr_of(struct fid_cntr *cntr)
 {
-	if (!c)
-		return;
-	if (err)
-		fi_cntr_adderr(c->cntr, 1);
-	else
-		fi_cntr_add(c->cntr, c->events == HML_CNTR_EVENTS_BYTES ?
-				     bytes : 1);
+	return hml_container_of(cntr->ops, struct hml_cntr, ops.ops);
+}
+
+static uint64_t hml_cntr_read(struct fid_cntr *cntr)
+{
+	if (hml_inflight_any())
+		hml_inflight_progress();
+	return cntr_of(cntr)->prov->read(cntr);
+}
+
+static uint64_t hml_cntr_readerr(struct fid_cntr *cntr)
+{
+	if (hml_inflight_any())
+		hml_inflight_progress();
+	return cntr_of(cntr)->prov->readerr(cntr);
+}
+
+/* The copies in flight are waited for, then the provider's wait; while it
+ * sleeps, copies posted are waited for at post (inflight.c), so that
+ * their counts wake it. */
+static int hml_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
+			 int timeout)
+{
+	int ret;
+
+	hml_inflight_sleep(1);
+	hml_inflight_drain();
+	ret = cntr_of(cntr)->prov->wait(cntr, threshold, timeout);
+	hml_inflight_sleep(-1);
+	return ret;
 }
 
 static void release(struct hml_fid *h)
@@ -34,5 +59,12 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
 	}
 	c->cntr = cntr;
 	c->events = attr ? attr->events : FI_CNTR_EVENTS_COMP;
+	if (hml_table_take(&cntr->ops, &c->ops, c->prov)) {
+		hml_table_set(&c->ops.ops, read, hml_cntr_read);
+		hml_table_set(&c->ops.ops, readerr, hml_cntr_readerr);
+		hml_table_set(&c->ops.ops, wait, hml_cntr_wait);
+		cntr->ops = &c->ops.ops;
+	}
 	hml_fid_wrap(&c->h, &cntr->fid, release);
+	c->h.quiesce = hml_inflight_drain;
 }

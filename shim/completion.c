@@ -5,7 +5,7 @@
  * as a provider reports them. The entries go on the CQs' queues
  * (cqueue.c).
  */
-#include "hml.h"
+#include "hml_op.h"
 #include "hml_stats.h"
 
 /*
@@ -35,28 +35,26 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
 /* What the target of a successful RMA operation sees: counters bound to it
  * and to its regions, and remote CQ data, in the place the operation took
  * on its CQ. */
-void hml_complete_target(struct hml_ep *t, const struct fi_msg_rma *msg,
-			 uint64_t flags, struct hml_mr **mrs, size_t len,
-			 bool read)
+static void complete_target(const struct hml_op *op, size_t len)
 {
-	uint64_t event = read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
-	struct hml_ep *b = t->base;
+	uint64_t event = op->read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	struct hml_ep *b = op->t->base;
 
-	hml_cntr_bump(b->cntr[read ? HML_CNTR_REMOTE_READ :
-				  HML_CNTR_REMOTE_WRITE], len, false);
-	for (size_t i = 0; i < msg->rma_iov_count; i++) {
+	hml_cntr_bump(b->cntr[op->read ? HML_CNTR_REMOTE_READ :
+				      HML_CNTR_REMOTE_WRITE], len, false);
+	for (size_t i = 0; i < op->nmrs; i++) {
 		bool seen = false;
 
 		for (size_t j = 0; j < i; j++)
-			seen |= mrs[j] == mrs[i];
-		if (!seen && (mrs[i]->cntr_flags & event))
-			hml_cntr_bump(mrs[i]->cntr, len, false);
+			seen |= op->mrs[j] == op->mrs[i];
+		if (!seen && (op->mrs[i]->cntr_flags & event))
+			hml_cntr_bump(op->mrs[i]->cntr, len, false);
 	}
-	if (!read && (flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
+	if (!op->read && (op->flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
 		struct hml_cqe c = {
 			.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 			.len = len,
-			.data = msg->data,
+			.data = op->data,
 			.src_addr = FI_ADDR_NOTAVAIL,
 		};
 
@@ -79,4 +77,29 @@ void hml_complete_rx(struct hml_ep *t, const struct hml_cqe *c, bool asked)
 			 !(b->rx_cq_flags & FI_SELECTIVE_COMPLETION) || asked))
 		hml_cq_push(b->rx_cq, c);
 	hml_cntr_bump(b->cntr[HML_CNTR_RECV], c->len, c->err);
+}
+
+/*
+ * An operation whose copy has landed, or failed (err): what its target or
+ * its receive reports, then its initiator, as the provider orders them. A
+ * failed copy is the operation's error, at both ends of a message; an RMA
+ * target sees nothing of it.
+ */
+void hml_complete_op(struct hml_op *op, int err)
+{
+	if (err) {
+		op->tx.err = -err;
+		op->tx.len = 0;
+		op->rx.err = -err;
+		op->rx.len = 0;
+	}
+	if (op->recv)
+		hml_complete_rx(op->t, &op->rx, op->asked);
+	else if (op->target && !op->tx.err)
+		complete_target(op, op->tx.len);
+	else if (op->target && !op->read && (op->flags & FI_REMOTE_CQ_DATA))
+		hml_cq_unreserve(op->t->base->rx_cq);
+	hml_complete_tx(op->e, &op->tx, op->flags, op->inject, op->cntr);
+	for (size_t i = 0; i < op->nmrs; i++)
+		hml_mr_put(op->mrs[i]);
 }

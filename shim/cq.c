@@ -22,6 +22,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_op.h"
 
 /* The CQ this thread sleeps on in the provider's sread, and whether the
  * provider read it through the shim meanwhile (util providers do). */
@@ -106,11 +107,22 @@ static bool probe(struct hml_cq *c)
 	return pending(c);
 }
 
-/* Nothing of the shim's here: the provider's read, as if unwrapped. */
+/* Nothing of the shim's here, and nothing in flight anywhere: the
+ * provider's read, as if unwrapped. */
 static bool quiet(struct hml_cq *c)
 {
 	return !(__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) |
-		 __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE)) && in_sread != c;
+		 __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE) |
+		 __atomic_load_n(&hml_inflight, __ATOMIC_ACQUIRE)) &&
+	       in_sread != c;
+}
+
+/* Operations whose copies have landed are completed first, unless the
+ * provider is reading through the shim from inside its sread. */
+static void progress(struct hml_cq *c)
+{
+	if (in_sread != c && hml_inflight_any())
+		hml_inflight_progress();
 }
 
 static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
@@ -118,6 +130,7 @@ static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 {
 	ssize_t n;
 
+	progress(c);
 	if (!buf || !count)
 		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
 	if (in_sread == c)
@@ -156,6 +169,7 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 	/* The application's entry, in the layout of its API version. */
 	struct hml_cq_err *err = (struct hml_cq_err *) buf;
 
+	progress(c);
 	if (pending(c) && hml_cq_take_err(c, err))
 		return 1;
 	if (!filtering(c))
@@ -228,6 +242,9 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	/* Copies posted from now on are waited for at post (inflight.c);
+	 * those in flight now, here. */
+	hml_inflight_drain();
 	if (filtering(c))
 		hml_rx_pump(c);
 	if (pending(c))
@@ -265,6 +282,7 @@ out:
 	 * (-FI_EAGAIN from util, -FI_ECANCELED from sockets); the entry
 	 * may be gone to another reader meanwhile. */
 	if (m == -FI_EAGAIN || m == -FI_ECANCELED || m == -FI_EAVAIL) {
+		hml_inflight_drain();
 		n = hml_cq_take(c, buf, count, src);
 		if (n)
 			return n;
@@ -304,11 +322,13 @@ static int hml_cq_control(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-/* fi_trywait: not safe to block while the shim has entries queued. */
+/* fi_trywait: not safe to block while the shim has entries queued; the
+ * copies in flight are waited for, so that their entries are. */
 bool hml_cq_busy(struct fid *fid)
 {
 	struct hml_fid *h = fid->fclass == FI_CLASS_CQ ? hml_fid_of(fid) : NULL;
 
+	hml_inflight_drain();
 	return h && pending(hml_container_of(h, struct hml_cq, h));
 }
 
@@ -367,5 +387,6 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		cq->ops = &c->ops.ops;
 	}
 	hml_fid_wrap(&c->h, &cq->fid, release);
+	c->h.quiesce = hml_inflight_drain;
 	hml_table_set(&c->h.fi.ops, control, hml_cq_control);
 }

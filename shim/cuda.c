@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -30,6 +31,7 @@ static struct {
 	CUresult (*stream_create)(CUstream *stream, unsigned int flags);
 	CUresult (*stream_destroy)(CUstream stream);
 	CUresult (*stream_sync)(CUstream stream);
+	CUresult (*stream_query)(CUstream stream);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
 	CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t n);
@@ -51,6 +53,7 @@ static const struct hml_cuda_sym symbols[] = {
 	SYM("cuStreamCreate", stream_create),
 	SYM("cuStreamDestroy", stream_destroy),
 	SYM("cuStreamSynchronize", stream_sync),
+	SYM("cuStreamQuery", stream_query),
 	SYM("cuMemcpyAsync", memcpy_async),
 	SYM("cuMemAlloc", mem_alloc),
 	SYM("cuMemFree", mem_free),
@@ -152,7 +155,9 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 /*
  * Each thread copies on streams of its own, one per context, which never
  * wait for the application's work (CU_STREAM_NON_BLOCKING) nor for other
- * threads' copies. They are destroyed when the thread exits.
+ * threads' copies. A stream is counted: its thread holds it until it
+ * exits, and each operation in flight on it (hml_ticket) until it is
+ * seen done, by whichever thread looks; the last one destroys it.
  *
  * A stream is known by its context's ID, not its handle: a reset of the
  * device destroys the primary context's streams but keeps its handle, and
@@ -161,25 +166,48 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
  */
 #define STREAMS 8
 
+struct hml_stream {
+	CUstream stream;
+	CUcontext ctx;
+	unsigned long long id;
+	int refs;			/* atomic */
+	uint64_t posted;		/* atomic: copies queued, by number */
+	uint64_t done;			/* atomic: those known to have landed */
+};
+
 struct streams {
-	CUcontext ctx[STREAMS];
 	unsigned long long id[STREAMS];	/* 0: a free slot */
-	CUstream stream[STREAMS];
+	struct hml_stream *s[STREAMS];
 };
 
 static __thread struct streams streams;
 static pthread_key_t streams_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static void destroy_streams(void *arg)
+/* Is the stream's context what it was? Its stream is not, otherwise. */
+static bool live(const struct hml_stream *s)
 {
-	struct streams *s = arg;
 	unsigned long long id;
 
-	/* Only the streams of contexts that are what they were. */
-	for (int i = 0; i < STREAMS && s->id[i]; i++)
-		if (!cu.ctx_get_id(s->ctx[i], &id) && id == s->id[i])
-			cu.stream_destroy(s->stream[i]);
+	return !cu.ctx_get_id(s->ctx, &id) && id == s->id;
+}
+
+static void stream_put(struct hml_stream *s)
+{
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	/* Work still queued finishes; the driver frees the stream then. */
+	if (live(s))
+		cu.stream_destroy(s->stream);
+	free(s);
+}
+
+static void destroy_streams(void *arg)
+{
+	struct streams *t = arg;
+
+	for (int i = 0; i < STREAMS && t->id[i]; i++)
+		stream_put(t->s[i]);
 }
 
 static void make_key(void)
@@ -189,35 +217,41 @@ static void make_key(void)
 
 /* This thread's stream in the current context ctx, whose ID is id. */
 static CUresult stream_for(CUcontext ctx, unsigned long long id,
-			   CUstream *stream)
+			   struct hml_stream **stream)
 {
-	struct streams *s = &streams;
+	struct streams *t = &streams;
+	struct hml_stream *s;
 	CUresult r;
 	int i;
 
-	for (i = 0; i < STREAMS && s->id[i]; i++)
-		if (s->id[i] == id) {
-			*stream = s->stream[i];
+	for (i = 0; i < STREAMS && t->id[i]; i++)
+		if (t->id[i] == id) {
+			*stream = t->s[i];
 			return CUDA_SUCCESS;
 		}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = cu.stream_create(&s->stream, CU_STREAM_NON_BLOCKING);
+	if (r) {
+		free(s);
+		return r;
+	}
 	if (i == STREAMS) {
-		/* More contexts than slots: the oldest goes. Its stream may be
-		 * of a context destroyed since, which must not be touched: it
-		 * is left to the driver, which freed it with its context. */
-		memmove(&s->ctx[0], &s->ctx[1], sizeof(s->ctx[0]) * (STREAMS - 1));
-		memmove(&s->id[0], &s->id[1], sizeof(s->id[0]) * (STREAMS - 1));
-		memmove(&s->stream[0], &s->stream[1],
-			sizeof(s->stream[0]) * (STREAMS - 1));
+		/* More contexts than slots: the oldest goes. */
+		stream_put(t->s[0]);
+		memmove(&t->id[0], &t->id[1], sizeof(t->id[0]) * (STREAMS - 1));
+		memmove(&t->s[0], &t->s[1], sizeof(t->s[0]) * (STREAMS - 1));
 		i = STREAMS - 1;
 	}
-	r = cu.stream_create(stream, CU_STREAM_NON_BLOCKING);
-	if (r)
-		return r;
 	pthread_once(&key_once, make_key);
-	pthread_setspecific(streams_key, s);
-	s->ctx[i] = ctx;
-	s->id[i] = id;
-	s->stream[i] = *stream;
+	pthread_setspecific(streams_key, t);
+	s->ctx = ctx;
+	s->id = id;
+	s->refs = 1;
+	t->id[i] = id;
+	t->s[i] = s;
+	*stream = s;
 	return CUDA_SUCCESS;
 }
 
@@ -375,13 +409,13 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 	CUresult r;
 
 	/* No stream: nothing for end to wait for. */
-	c->stream = NULL;
+	c->s = NULL;
 	c->err = enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
-	r = stream_for(ctx, id, &c->stream);
+	r = stream_for(ctx, id, &c->s);
 	if (r) {
-		c->stream = NULL;
+		c->s = NULL;
 		return c->err = failed("cuStreamCreate", r);
 	}
 	return 0;
@@ -394,20 +428,104 @@ void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 	if (c->err)
 		return;
 	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
-			    (CUdeviceptr) (uintptr_t) src, n, c->stream);
+			    (CUdeviceptr) (uintptr_t) src, n, c->s->stream);
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
 }
 
+/* Everything queued on s up to number upto has landed. */
+static void landed(struct hml_stream *s, uint64_t upto)
+{
+	uint64_t done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+
+	while (done < upto &&
+	       !__atomic_compare_exchange_n(&s->done, &done, upto, true,
+					    __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+}
+
+/* Wait for everything queued on s. */
+static int drain(struct hml_stream *s)
+{
+	uint64_t upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+	CUresult r;
+
+	if (!live(s))
+		return failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	r = cu.stream_sync(s->stream);
+	if (r)
+		return failed("cuStreamSynchronize", r);
+	landed(s, upto);
+	return 0;
+}
+
 int hml_copy_end(struct hml_copy *c)
 {
-	CUresult r;
+	int err;
 
 	/* Nothing is complete before the stream is: device-to-device copies
 	 * return before the bytes move, and the pieces queued before one
 	 * that failed are still moving. The first error is the one told. */
-	if (c->stream && (r = cu.stream_sync(c->stream)) && !c->err)
-		c->err = failed("cuStreamSynchronize", r);
+	if (c->s && (err = drain(c->s)) && !c->err)
+		c->err = err;
 	leave(c->pushed);
 	return c->err;
+}
+
+int hml_copy_post(struct hml_copy *c, struct hml_ticket *t)
+{
+	t->s = NULL;
+	if (c->err || !c->s)
+		return hml_copy_end(c);
+	t->s = c->s;
+	t->seq = __atomic_add_fetch(&c->s->posted, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&c->s->refs, 1, __ATOMIC_RELAXED);
+	leave(c->pushed);
+	return 0;
+}
+
+/* Has the ticket's copy landed? Asks the driver about the stream (from
+ * any thread, in any context), at most once for all that was queued on
+ * it before. A context reset meanwhile took the copy with it. */
+int hml_ticket_poll(struct hml_ticket *t)
+{
+	struct hml_stream *s = t->s;
+	uint64_t upto;
+	CUresult r;
+
+	if (!s || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) >= t->seq)
+		return 1;
+	upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+	if (!live(s))
+		return failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	r = cu.stream_query(s->stream);
+	if (r == CUDA_ERROR_NOT_READY)
+		return 0;
+	if (r)
+		return failed("cuStreamQuery", r);
+	landed(s, upto);
+	return 1;
+}
+
+int hml_ticket_wait(struct hml_ticket *t)
+{
+	if (!t->s || __atomic_load_n(&t->s->done, __ATOMIC_ACQUIRE) >= t->seq)
+		return 0;
+	return drain(t->s);
+}
+
+void hml_ticket_put(struct hml_ticket *t)
+{
+	if (t->s)
+		stream_put(t->s);
+	t->s = NULL;
+}
+
+int hml_ticket_land(struct hml_ticket *t)
+{
+	int err = hml_ticket_wait(t);
+
+	hml_ticket_put(t);
+	return err;
 }

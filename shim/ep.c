@@ -6,6 +6,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_op.h"
 
 /* libfabric 1.18 added this option; its value is part of the ABI. */
 #define HML_OPT_CUDA_API_PERMITTED 10
@@ -284,6 +285,7 @@ static void release(struct hml_fid *h)
 			e->rx_ctx[i]->sep = NULL;
 	free(e->rx_ctx);
 	hml_rxq_free(e->rxq);
+	hml_inflight_fini(e);
 	free(e);
 }
 
@@ -329,7 +331,9 @@ static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
 	e->base = base ? base : e;
 	e->sep = sep;
 	e->index = -1;
+	hml_inflight_init(e);
 	hml_fid_wrap(&e->h, &ep->fid, release);
+	e->h.quiesce = hml_inflight_drain;
 	if (base) {
 		e->caps = base->caps;
 		e->tx_op_flags = base->tx_op_flags;

@@ -30,6 +30,9 @@ static int hml_close(struct fid *fid)
 	struct hml_fid *h = hml_container_of(fid->ops, struct hml_fid, fi.ops);
 	int ret;
 
+	/* Nothing is freed under a copy in flight (hml_op.h). */
+	if (h->quiesce)
+		h->quiesce();
 	ret = HML_FORWARD(h->prov->close(fid));
 	/* The provider freed the object: touch neither it nor, on failure,
 	 * our state, which stays valid for a retried close. */

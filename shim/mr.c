@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml.h"
 #include "hml_log.h"
+#include "hml_op.h"
 
 /* libfabric 1.20's dmabuf registration; the layout is part of the ABI. */
 struct hml_mr_dmabuf {
@@ -67,12 +67,6 @@ static void release(struct hml_fid *h)
 	hml_mr_put(m);
 }
 
-void hml_mr_put(struct hml_mr *mr)
-{
-	if (mr && !__atomic_sub_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL))
-		free(mr);
-}
-
 void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
 		 const struct fi_mr_attr *attr, uint64_t flags)
 {
@@ -103,6 +97,7 @@ void hml_mr_wrap(struct hml_domain *d, struct fid_mr *mr,
 	for (size_t i = 0; i < count; i++)
 		m->len += m->iov[i].iov_len;
 	hml_fid_wrap(&m->h, &mr->fid, release);
+	m->h.quiesce = hml_inflight_drain;
 	hml_table_set(&m->h.fi.ops, bind, hml_mr_bind);
 	hml_table_set(&m->h.fi.ops, control, hml_mr_control);
 	map(m);

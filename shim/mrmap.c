@@ -2,7 +2,8 @@
 /*
  * A domain's memory regions, found by key (the target of an RMA) and by
  * descriptor (a local buffer). Chained hash tables under a read-write lock:
- * only operations already known to target this process look here.
+ * only operations already known to target this process look here. A
+ * region found is held until put: an operation in flight keeps it.
  */
 #include <stdlib.h>
 
@@ -156,4 +157,10 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc)
 	hold(mr);
 	pthread_rwlock_unlock(&m->lock);
 	return mr;
+}
+
+void hml_mr_put(struct hml_mr *mr)
+{
+	if (mr && !__atomic_sub_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL))
+		free(mr);
 }

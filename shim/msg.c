@@ -11,6 +11,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_op.h"
 #include "hml_stats.h"
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
@@ -43,12 +44,23 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 	return NULL;
 }
 
-/* Copy the message into a receive the sender holds; a multi-receive buffer
- * with room left goes back. */
+/*
+ * Copy the message into a receive the sender holds, for op; a
+ * multi-receive buffer with room left goes back. A staged copy is freed
+ * after, so its copy is over first; a multi-receive buffer's release
+ * comes after every message it took, so the sender's operations in
+ * flight complete first.
+ */
 static int deliver(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t,
-		   const struct hml_side *src, const struct hml_msgin *in)
+		   const struct hml_side *src, const struct hml_msgin *in,
+		   struct hml_op *op, bool staged)
 {
-	int err = hml_rx_deliver(t, r, src, in);
+	int err;
+
+	op->wait = staged || (r->flags & FI_MULTI_RECV);
+	if (r->flags & FI_MULTI_RECV)
+		hml_inflight_wait(op->e);
+	err = hml_rx_deliver(t, r, src, in, op);
 
 	if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
 		hml_rx_repost(q, r);
@@ -148,9 +160,10 @@ static ssize_t bounce(struct hml_ep *e, const struct fi_msg_tagged *m,
 	HML_STAT(passed[HML_STAT_EARLY]);
 	if (!buf)
 		return -FI_ENOMEM;
+	hml_inflight_wait(e);
 	host.mem[0].type = HML_MEM_HOST;
 	host.iov[0] = (struct iovec) { buf, src->len };
-	ret = hml_move(&host, src, src->len);
+	ret = hml_move(&host, src, src->len, NULL);
 	if (!ret)
 		ret = prov_inject(e, m, flags, tagged, buf, src->len);
 	free(buf);
@@ -175,10 +188,16 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 		.data = m->data,
 		.tag = tagged ? m->tag : 0,
 	};
-	struct hml_cqe c = {
-		.op_context = m->context,
-		.flags = (tagged ? FI_TAGGED : FI_MSG) | FI_SEND,
-		.src_addr = FI_ADDR_NOTAVAIL,
+	struct hml_op op = {
+		.e = e,
+		.flags = flags,
+		.inject = inject,
+		.cntr = HML_CNTR_SEND,
+		.tx = {
+			.op_context = m->context,
+			.flags = (tagged ? FI_TAGGED : FI_MSG) | FI_SEND,
+			.src_addr = FI_ADDR_NOTAVAIL,
+		},
 	};
 	struct hml_unexp *u = NULL;
 	const struct hml_side *src;
@@ -231,8 +250,10 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 			break;
 		}
 		if (!r) {
-			/* Staged outside the lock; then looked at again. */
+			/* Staged outside the lock, after the copies in flight
+			 * that may write its source; then looked at again. */
 			pthread_mutex_unlock(&q->lock);
+			hml_inflight_wait(e);
 			u = hml_rx_stage(t, src, &in, &err);
 			if (err == -FI_EAGAIN) {
 				*res = err;
@@ -244,7 +265,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 			/* Never the provider's: nothing to take back. */
 			hml_rx_unlink(q, r);
 			pthread_mutex_unlock(&q->lock);
-			err = deliver(q, r, t, u ? &u->side : src, &in);
+			err = deliver(q, r, t, u ? &u->side : src, &in, &op, u != NULL);
 			goto done;
 		}
 		if (!u && hml_xfer_host(&x, t->base->domain, r->iov, r->desc,
@@ -260,7 +281,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
 		case HML_WON:
 			HML_STAT(taken_back);
-			err = deliver(q, r, t, u ? &u->side : src, &in);
+			err = deliver(q, r, t, u ? &u->side : src, &in, &op, u != NULL);
 			goto done;
 		case HML_LOST:
 			free(r);
@@ -299,9 +320,9 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 done:
 	if (u)
 		hml_rx_unstage(u);
-	c.err = -err;
-	c.len = err ? 0 : src->len;
-	hml_complete_tx(e, &c, flags, inject, HML_CNTR_SEND);
+	op.tx.err = -err;
+	op.tx.len = err ? 0 : src->len;
+	hml_inflight_add(&op);
 	*res = 0;
 	return HML_DO;
 
@@ -327,6 +348,9 @@ static enum hml_verdict room_send(struct hml_ep *e, struct hml_ep *t,
 	if (!hml_cq_reserve(e->base->tx_cq))
 		return HML_REFUSE;
 	v = local_send(e, t, m, flags, tagged, inject, res);
+	/* The provider's messages to this process follow the shim's. */
+	if (v == HML_PASS)
+		hml_inflight_wait(e);
 	if (v != HML_DO || *res)
 		hml_cq_unreserve(e->base->tx_cq);
 	if (v != HML_PASS)

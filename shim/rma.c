@@ -5,9 +5,12 @@
  * completed as the provider would complete it. Everything else goes to the
  * provider unchanged.
  */
+#include <string.h>
+
 #include <rdma/fi_errno.h>
 
 #include "hml_log.h"
+#include "hml_op.h"
 #include "hml_stats.h"
 
 enum kind { READ, WRITE, INJECT };
@@ -42,23 +45,37 @@ static struct hml_cq *data_cq(struct hml_ep *t, uint64_t flags, int kind)
 }
 
 /* HML_PASS when the provider should do it; otherwise *ret is the call's
- * return, with the operation done and completed, successfully or not. */
+ * return, with the operation posted, to complete successfully or not. */
 static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
 				  const struct fi_msg_rma *msg, uint64_t flags,
 				  int kind, ssize_t *ret)
 {
 	struct hml_xfer x;
-	struct hml_cqe c = {
-		.op_context = msg->context,
-		.flags = FI_RMA | (kind == READ ? FI_READ : FI_WRITE),
-		.src_addr = FI_ADDR_NOTAVAIL,
+	struct hml_op op = {
+		.e = e,
+		.flags = flags,
+		.inject = kind == INJECT,
+		.cntr = kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE,
+		.tx = {
+			.op_context = msg->context,
+			.flags = FI_RMA | (kind == READ ? FI_READ : FI_WRITE),
+			.src_addr = FI_ADDR_NOTAVAIL,
+		},
+		.t = t,
+		.target = true,
+		.read = kind == READ,
+		.data = msg->data,
 	};
+	struct hml_cqe *c = &op.tx;
 	enum hml_verdict v;
 
 	v = hml_xfer_rma(&x, e, t, msg, flags,
 			 kind == READ ? FI_REMOTE_READ : FI_REMOTE_WRITE,
 			 kind == INJECT);
 	*ret = v == HML_REFUSE ? hml_stat_ret(x.err) : 0;
+	/* The provider's operations to this process follow the shim's. */
+	if (v == HML_PASS)
+		hml_inflight_wait(e);
 	if (v != HML_DO)
 		goto out;
 	/* A place for each entry it may report, or nothing moves. */
@@ -72,21 +89,24 @@ static enum hml_verdict local_rma(struct hml_ep *e, struct hml_ep *t,
 		goto out;
 	}
 
-	c.err = -x.err;
-	if (!c.err)
-		c.err = -hml_xfer_copy(&x, kind == READ);
-	if (c.err) {
-		bad_input(c.err, msg, kind);
+	c->err = -x.err;
+	if (!c->err)
+		c->err = -hml_xfer_copy(&x, op.read, &op);
+	if (c->err) {
+		bad_input(c->err, msg, kind);
 		hml_cq_unreserve(data_cq(t, flags, kind));
+		op.target = false;
 	} else {
-		c.len = x.mine.len;
-		hml_complete_target(t, msg, flags, x.mrs, c.len, kind == READ);
+		c->len = x.mine.len;
 		hml_stat_done(kind == READ ? HML_STAT_READ : HML_STAT_WRITE,
 			      kind == READ ? &x.theirs : &x.mine,
-			      kind == READ ? &x.mine : &x.theirs, c.len);
+			      kind == READ ? &x.mine : &x.theirs, c->len);
 	}
-	hml_complete_tx(e, &c, flags, kind == INJECT,
-			kind == READ ? HML_CNTR_READ : HML_CNTR_WRITE);
+	/* The regions stay held until the operation completes. */
+	op.nmrs = x.nmrs;
+	memcpy(op.mrs, x.mrs, x.nmrs * sizeof(x.mrs[0]));
+	x.nmrs = 0;
+	hml_inflight_add(&op);
 out:
 	hml_xfer_end(&x);
 	return v;

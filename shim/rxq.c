@@ -12,6 +12,7 @@
 
 #include "hml_log.h"
 #include "hml_msg.h"
+#include "hml_op.h"
 #include "hml_stats.h"
 
 #define BUCKETS 1024
@@ -123,13 +124,15 @@ bool hml_rx_multi_left(const struct hml_rx *r)
 
 /*
  * Copy a message into a receive and complete the receive on the endpoint
- * the message was sent to. A message longer than the receive is cut, and
- * the receive says so (FI_ETRUNC). A multi-receive buffer takes it at its
- * first free byte and is released (FI_MULTI_RECV) once what is left is
- * below the minimum. Returns the copy's error, which the sender shares.
+ * the message was sent to: now, or with the sender's op, whose copy it
+ * then is. A message longer than the receive is cut, and the receive says
+ * so (FI_ETRUNC). A multi-receive buffer takes it at its first free byte
+ * and is released (FI_MULTI_RECV) once what is left is below the minimum. Returns the copy's error, which
+ * the sender shares.
  */
 int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
-		   const struct hml_side *src, const struct hml_msgin *in)
+		   const struct hml_side *src, const struct hml_msgin *in,
+		   struct hml_op *op)
 {
 	struct hml_ep *b = t->base;
 	bool multi = r->flags & FI_MULTI_RECV;
@@ -155,7 +158,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 	}
 	if (!err) {
 		c.len = src->len < dst.len ? src->len : dst.len;
-		err = hml_move(&dst, src, c.len);
+		err = hml_move(&dst, src, c.len, op);
 	}
 	if (err) {
 		c.err = -err;
@@ -169,7 +172,14 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		if (!hml_rx_multi_left(r))
 			c.flags |= FI_MULTI_RECV;
 	}
-	hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
+	if (op) {
+		op->t = t;
+		op->recv = true;
+		op->rx = c;
+		op->asked = (r->flags & FI_COMPLETION) && !r->silent;
+	} else {
+		hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
+	}
 	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
 	return err;
 }
@@ -230,7 +240,9 @@ bool hml_rx_take_waiting(struct hml_rxq *q, struct hml_rx *r)
 
 	while ((u = take_unexp(q, r))) {
 		pthread_mutex_unlock(&q->lock);
-		hml_rx_deliver(u->target, r, &u->side, &u->in);
+		/* After the messages in flight, which may be older. */
+		hml_inflight_drain();
+		hml_rx_deliver(u->target, r, &u->side, &u->in, NULL);
 		hml_rx_unstage(u);
 		pthread_mutex_lock(&q->lock);
 		if (!(r->flags & FI_MULTI_RECV) || !hml_rx_multi_left(r))
@@ -318,7 +330,7 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	}
 	u->side.iov[0] = (struct iovec) { buf, src->len };
 	if (!*err)
-		*err = hml_move(&u->side, src, src->len);
+		*err = hml_move(&u->side, src, src->len, NULL);
 	if (*err) {
 		hml_rx_unstage(u);
 		return NULL;

@@ -12,6 +12,7 @@
 
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_op.h"
 #include "hml_stats.h"
 
 /* A region's memory type is asked once. Whoever wins the race from
@@ -184,15 +185,26 @@ static const struct hml_mem *copy_device(const struct hml_side *dst,
 	return m ? m : hml_side_device(src);
 }
 
-/* Copy len bytes from src's buffers to dst's, both taken end to end. */
-int hml_move(const struct hml_side *dst, const struct hml_side *src, size_t len)
+/*
+ * Copy len bytes from src's buffers to dst's, both taken end to end. With
+ * op, the device's pieces are posted for op's initiator, after its other
+ * copies, and waited for only if op's completion is not deferred (op's
+ * ticket); host bytes are copied at once, after the copies the initiator
+ * has in flight, which they may read or overwrite.
+ */
+int hml_move(const struct hml_side *dst, const struct hml_side *src,
+	     size_t len, struct hml_op *op)
 {
 	const struct hml_mem *dev = copy_device(dst, src);
 	struct hml_copy copy;
 	size_t di = 0, si = 0, doff = 0, soff = 0;
+	bool waited = !op;
+	int err;
 
 	if (dev && hml_copy_begin(&copy, dev))
 		return hml_copy_end(&copy);
+	if (dev && op)
+		hml_inflight_order(op->e, &copy);
 	while (len) {
 		size_t n = len;
 		char *d = (char *) dst->iov[di].iov_base + doff;
@@ -203,9 +215,12 @@ int hml_move(const struct hml_side *dst, const struct hml_side *src, size_t len)
 		if (n > src->iov[si].iov_len - soff)
 			n = src->iov[si].iov_len - soff;
 		if (dst->mem[di].type == HML_MEM_HOST &&
-		    src->mem[si].type == HML_MEM_HOST)
+		    src->mem[si].type == HML_MEM_HOST) {
+			if (!waited)
+				hml_inflight_wait(op->e);
+			waited = true;
 			memcpy(d, s, n);
-		else
+		} else
 			hml_copy_piece(&copy, d, s, n);
 		len -= n;
 		doff += n;
@@ -219,7 +234,12 @@ int hml_move(const struct hml_side *dst, const struct hml_side *src, size_t len)
 			soff = 0;
 		}
 	}
-	return dev ? hml_copy_end(&copy) : 0;
+	if (!dev)
+		return 0;
+	if (!op)
+		return hml_copy_end(&copy);
+	err = hml_copy_post(&copy, &op->ticket);
+	return err || hml_op_deferred(op) ? err : hml_ticket_land(&op->ticket);
 }
 
 /*
@@ -325,13 +345,14 @@ bool hml_xfer_host(const struct hml_xfer *x, struct hml_domain *d,
 }
 
 /* RMA: the bytes, from the target's side to the initiator's for a read,
- * the other way for a write; a negative FI_E* code. */
-int hml_xfer_copy(struct hml_xfer *x, bool read)
+ * the other way for a write, posted for op (hml_move); a negative FI_E*
+ * code. */
+int hml_xfer_copy(struct hml_xfer *x, bool read, struct hml_op *op)
 {
 	if (x->mine.len != x->theirs.len)
 		return -FI_EINVAL;
-	return read ? hml_move(&x->mine, &x->theirs, x->mine.len) :
-		      hml_move(&x->theirs, &x->mine, x->mine.len);
+	return read ? hml_move(&x->mine, &x->theirs, x->mine.len, op) :
+		      hml_move(&x->theirs, &x->mine, x->mine.len, op);
 }
 
 void hml_xfer_end(struct hml_xfer *x)
