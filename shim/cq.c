@@ -102,6 +102,8 @@ static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
  * op it was called as, or the two would call each other for ever. */
 static bool probe(struct hml_cq *c)
 {
+	if (in_sread != c && hml_inflight_any())
+		hml_inflight_progress();
 	if (filtering(c))
 		hml_rx_pump(c);
 	return pending(c);
@@ -118,10 +120,13 @@ static bool quiet(struct hml_cq *c)
 }
 
 /* Operations whose copies have landed are completed first, unless the
- * provider is reading through the shim from inside its sread. */
-static void progress(struct hml_cq *c)
+ * provider is reading through the shim from inside its sread, or the
+ * shim's entries fill the read already: asking the driver costs a
+ * microsecond, and the next read asks. */
+static void progress(struct hml_cq *c, size_t count)
 {
-	if (in_sread != c && hml_inflight_any())
+	if (in_sread != c && hml_inflight_any() &&
+	    __atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) < count)
 		hml_inflight_progress();
 }
 
@@ -130,7 +135,7 @@ static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 {
 	ssize_t n;
 
-	progress(c);
+	progress(c, count);
 	if (!buf || !count)
 		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
 	if (in_sread == c)
@@ -169,7 +174,7 @@ static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
 	/* The application's entry, in the layout of its API version. */
 	struct hml_cq_err *err = (struct hml_cq_err *) buf;
 
-	progress(c);
+	progress(c, 1);
 	if (pending(c) && hml_cq_take_err(c, err))
 		return 1;
 	if (!filtering(c))
