@@ -18,9 +18,11 @@
  *   fault                          one copy fails: that operation alone
  *   self-all                       write to send and order, on host memory
  *                                  through hmemloop (HMEMLOOP_SELF=all)
+ *   no-sync-off, no-sync           posting waits for no copy (the double's
+ *                                  trace), or, HMEMLOOP_ASYNC=0, does
  *
- * Without hmemloop the first device transfer fails. fault and self-all
- * run in a process of their own.
+ * Without hmemloop the first device transfer fails. fault, self-all and
+ * the no-sync ones run in a process of their own.
  */
 #include "async.h"
 
@@ -341,6 +343,9 @@ static const struct t_case cases[] = {
 	T_FRESH("fault", child_fault, T_NEED_DOUBLE,
 		"CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT)),
 	T_FRESH("self-all", child_self_all, T_NEED_SHIM, "HMEMLOOP_SELF=all"),
+	T_FRESH("no-sync-off", child_no_sync, T_NEED_DOUBLE | T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_ASYNC=0"),
+	T_FRESH("no-sync", child_no_sync, T_NEED_DOUBLE, "CUDA_DOUBLE_TRACE=1"),
 };
 
 int main(int argc, char **argv)

@@ -91,5 +91,6 @@ void case_holdback(void);
 void case_close_ep(void);
 void case_close_mr(void);
 void child_fault(void);
+void child_no_sync(void);
 
 #endif

@@ -261,3 +261,58 @@ void child_fault(void)
 	     "others landed", what, bad, fi_strerror(FI_EIO), N - 1);
 	fx_close();
 }
+
+/* ---- 11. posting does not wait (a process of its own) -------------------- */
+
+/* The calls of the double's trace (CUDA_DOUBLE_TRACE) in log that wait
+ * for the device: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize
+ * and their per-thread forms. */
+static int waits_in(FILE *log)
+{
+	char line[256];
+	int n = 0;
+
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		n += !strncmp(line, "cuda-double: cu", 15) &&
+		     strstr(line, "Synchronize");
+	return n;
+}
+
+/* N writes posted with the double's trace on stderr, caught: no call may
+ * wait for the device while they are posted (with HMEMLOOP_ASYNC=0, each
+ * waits for its copy). */
+void child_no_sync(void)
+{
+	const char *what = "posting fi_write device to device";
+	const char *async = getenv("HMEMLOOP_ASYNC");
+	bool sync = async && !strcmp(async, "0");
+	FILE *log = tmpfile();
+	int saved, waits;
+	unsigned s;
+
+	t_assert(log, "tmpfile");
+	if (!fx_open(NULL, what))
+		return;
+	s = fill(DA);
+	zero(DB);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	t_assert(saved >= 0 && dup2(fileno(log), STDERR_FILENO) >= 0, "dup2");
+	post_all(&a, WRITE, DA, DB, ctx);
+	t_assert(dup2(saved, STDERR_FILENO) >= 0, "dup2");
+	close(saved);
+	waits = waits_in(log);
+	fclose(log);
+	if (sync)
+		t_assert(waits, "%s, HMEMLOOP_ASYNC=0: no call waited for the "
+			 "device", what);
+	else
+		t_assert(!waits, "%s: %d calls waited for the device while %d "
+			 "were posted: a post waits for its copy", what, waits,
+			 N);
+	reap(&a, ctx, DB, s, what);
+	t_ok("%s: %d calls waited for the device while %d were posted%s",
+	     what, waits, N, sync ? " (HMEMLOOP_ASYNC=0)" : "");
+	fx_close();
+}
