@@ -145,6 +145,10 @@ struct t_case {
 
 /* A case that runs here and needs nothing. */
 #define T_CASE(n, fn)	{ .name = (n), .run = (fn) }
+/* A case in a process of its own, with what it needs and its settings. */
+#define T_FRESH(n, fn, needs, ...) \
+	{ .name = (n), .run = (fn), .need = (needs), .fresh = true, \
+	  .env = { __VA_ARGS__ } }
 
 /* -c NAME,...: the cases to run (all where NULL); t_init reads it. */
 extern const char *t_only;

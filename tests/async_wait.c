@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The async test's cases that wait, use threads, close, or fail a copy. */
+#include <poll.h>
+
+#include "async.h"
+
+/* ---- 3. fi_cq_sread, 4. fi_trywait and the fd, 10. a thread's exit ------ */
+
+/* fi_cq_sread, one entry at a time, while another thread posts: at
+ * each, its bytes. */
+static void sread_all(useconds_t delay, const char *what)
+{
+	double end = t_now() + t_wait_s();
+	bool seen[N] = { false };
+	struct poster p;
+	unsigned s = poster_start(&p, delay);
+
+	for (int n = 0; n < N;) {
+		struct fi_cq_tagged_entry e;
+		ssize_t ret = fi_cq_sread(a.cq, &e, 1, NULL, SREAD_MS);
+		int i;
+
+		if (ret == -FI_EAGAIN || ret == -FI_ETIMEDOUT) {
+			t_assert(t_now() < end, "%s: %d of %d entries after "
+				 "%g s", what, n, N, t_wait_s());
+			continue;
+		}
+		t_assert(ret == 1, "%s: fi_cq_sread: %zd (%s)", what, ret,
+			 fi_strerror((int) -ret));
+		i = first_seen(op_in(e.op_context, ctx), seen, e.op_context,
+			       what);
+		check_slot(DB, i, LEN, s + i, what);
+		n++;
+	}
+	poster_join(&p);
+	t_ok("%s: %d entries, each one's bytes in place", what, N);
+}
+
+void case_sread(void)
+{
+	struct t_opts ao = { .cq_wait = FI_WAIT_UNSPEC };
+
+	if (!fx_open(&ao, "fi_cq_sread"))
+		return;
+	sread_all(0, "fi_cq_sread while another thread posts fi_write");
+	sread_all(ASLEEP_US, "fi_cq_sread asleep before another thread "
+		  "posts fi_write");
+	fx_close();
+}
+
+/* The loop of fi_poll(3): read until -FI_EAGAIN, fi_trywait, poll the
+ * fd. A wake-up lost is a poll that runs out with an entry to read. */
+void case_trywait(void)
+{
+	const char *what = "fi_trywait and poll() on the CQ's fd";
+	struct t_opts ao = { .cq_wait = FI_WAIT_FD };
+	struct fid *fids[1];
+	double end;
+	bool seen[N] = { false }, timed_out = false;
+	struct poster p;
+	int fd, ret, n = 0;
+	unsigned s;
+
+	if (!fx_open(&ao, what))
+		return;
+	ret = fi_control(&a.cq->fid, FI_GETWAIT, &fd);
+	if (ret) {
+		t_case_skip("%s: %s gives no fd (fi_control FI_GETWAIT: %s)",
+			    what, t_prov, fi_strerror(-ret));
+		fx_close();
+		return;
+	}
+	fids[0] = &a.cq->fid;
+	end = t_now() + t_wait_s();
+	s = poster_start(&p, ASLEEP_US);
+	while (n < N) {
+		struct fi_cq_tagged_entry e;
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t got = fi_cq_read(a.cq, &e, 1);
+		int i;
+
+		if (got == 1) {
+			t_assert(!timed_out, "%s: poll() ran out (%d ms) with "
+				 "an entry to read: a wake-up lost", what,
+				 POLL_MS);
+			i = first_seen(op_in(e.op_context, ctx), seen,
+				       e.op_context, what);
+			check_slot(DB, i, LEN, s + i, what);
+			n++;
+			continue;
+		}
+		t_assert(got == -FI_EAGAIN, "%s: fi_cq_read: %zd (%s)", what,
+			 got, fi_strerror((int) -got));
+		t_assert(t_now() < end, "%s: %d of %d entries after %g s",
+			 what, n, N, t_wait_s());
+		timed_out = false;
+		if (!fi_trywait(f.fabric, fids, 1))
+			timed_out = !poll(&pf, 1, POLL_MS);
+	}
+	poster_join(&p);
+	t_ok("%s: %d entries, each one's bytes in place", what, N);
+	fx_close();
+}
+
+/* A thread posts N and ends; this one reads them. */
+void case_exit(void)
+{
+	const char *what = "completions of a thread that ended";
+	struct poster p;
+	unsigned s;
+
+	if (!fx_open(NULL, what))
+		return;
+	s = poster_start(&p, 0);
+	poster_join(&p);
+	reap(&a, ctx, DB, s, what);
+	t_ok("%s: %d, each one's bytes in place", what, N);
+	fx_close();
+}
+
+/* ---- 5. a thread that never reads ---------------------------------------- */
+
+static pthread_barrier_t bar;
+
+static void *idle_run(void *arg)
+{
+	unsigned s = *(unsigned *) arg;
+
+	t_cu(cuCtxSetCurrent(cu_ctx));
+	post_all(&a, WRITE, DA, DB, ctx);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	reap(&a, ctx, DB, s, "the idle thread's own writes, read at last");
+	return NULL;
+}
+
+/* A thread posts N on a and reads nothing until this one, posting N on c,
+ * has read all of c's. */
+void case_holdback(void)
+{
+	const char *what = "a thread that does not read holds nothing back";
+	pthread_t th;
+	unsigned s;
+
+	if (!fab_open(NULL, what) || !eps_open(NULL, NULL, true, what))
+		return;
+	s = fill(DA);
+	zero(DB);
+	zero(DC);
+	/* No one reads a's CQ while the other thread waits. */
+	t_unprogress(a.cq);
+	t_assert(!pthread_barrier_init(&bar, NULL, 2), "pthread_barrier_init");
+	t_assert(!pthread_create(&th, NULL, idle_run, &s), "pthread_create");
+	pthread_barrier_wait(&bar);
+	post_all(&c, WRITE, DA, DC, ctx2);
+	reap(&c, ctx2, DC, s, what);
+	pthread_barrier_wait(&bar);
+	t_assert(!pthread_join(th, NULL), "pthread_join");
+	pthread_barrier_destroy(&bar);
+	t_progress(a.cq);
+	t_ok("%s: %d of another endpoint completed while %d of the idle "
+	     "thread's were in flight", what, N, N);
+	fx_close();
+}
+
+/* ---- 6. closing with copies in flight ------------------------------------ */
+
+/* fi_close of the endpoint; then its CQ has all N entries. */
+void case_close_ep(void)
+{
+	const char *what = "fi_close of an endpoint with writes in flight";
+	unsigned s;
+
+	if (!writes_in_flight(NULL, what, &s))
+		return;
+	t_fi(fi_close(&a.ep->fid));
+	a.ep = NULL;
+	reap(&a, ctx, DB, s, what);
+	t_unprogress(a.cq);
+	t_fi(fi_close(&a.av->fid));
+	t_fi(fi_close(&a.cq->fid));
+	memset(&a, 0, sizeof(a));
+	t_ok("%s: %d entries after it, each one's bytes in place", what, N);
+	fx_close();
+}
+
+/* fi_close of the target's region, then its memory freed: the bytes were
+ * there when the close returned. */
+void case_close_mr(void)
+{
+	const char *what = "fi_close of the target's region with writes in "
+			   "flight, then cuMemFree";
+	unsigned s;
+
+	if (!writes_in_flight(NULL, what, &s))
+		return;
+	t_fi(fi_close(&mr[DB].mr->fid));
+	mr[DB].mr = NULL;
+	get(tmp, DB, 0, SPAN);
+	for (int i = 0; i < N; i++)
+		t_assert(t_check(tmp + i * LEN, LEN, s + i), "%s: write %d "
+			 "had not landed when fi_close returned", what, i);
+	t_mem_free(buf[DB]);
+	buf[DB] = NULL;
+	reap(&a, ctx, -1, 0, what);
+	t_ok("%s: all %d had landed when the close returned", what, N);
+	fx_close();
+}
+
+/* ---- 7. a copy that fails (a process of its own) ------------------------- */
+
+void child_fault(void)
+{
+	const char *what = "a copy fails among writes in flight";
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	bool seen[N] = { false }, failed = false;
+	const int bad = FAIL_OP - 1;
+	unsigned s;
+
+	if (!fx_open(NULL, what))
+		return;
+	s = fill(DA);
+	zero(DB);
+	t_assert(copies <= FAIL_AT - FAIL_OP, "test bug: %lu copies before "
+		 "the first write", copies);
+	while (copies < FAIL_AT - FAIL_OP)
+		put(DC, 0, tmp, 1);
+	post_all(&a, WRITE, DA, DB, ctx);
+	/* Every entry first: the checks' own copies come after. */
+	for (int n = 0; n < N; n++) {
+		int ret = t_wait(a.cq, &e, &err);
+
+		t_assert(ret >= 0, "%s: %d of %d completions came", what, n,
+			 N);
+		if (ret) {
+			t_assert(err.op_context == &ctx[bad] &&
+				 err.err == FI_EIO, "%s: error %d (%s) for "
+				 "write %d, expected %s for write %d", what,
+				 err.err, fi_strerror(err.err),
+				 op_in(err.op_context, ctx),
+				 fi_strerror(FI_EIO), bad);
+			first_seen(bad, seen, err.op_context, what);
+			failed = true;
+		} else {
+			first_seen(op_in(e.op_context, ctx), seen,
+				   e.op_context, what);
+		}
+	}
+	t_assert(failed, "%s: write %d succeeded: its copy did not fail",
+		 what, bad);
+	get(tmp, DB, 0, SPAN);
+	for (int i = 0; i < N; i++) {
+		uint8_t zeros[LEN] = { 0 };
+
+		t_assert(i == bad ? !memcmp(tmp + i * LEN, zeros, LEN) :
+			 t_check(tmp + i * LEN, LEN, s + i), "%s: write %d's "
+			 "bytes are wrong (write %d failed)", what, i, bad);
+	}
+	t_ok("%s: write %d alone failed (%s) and moved nothing; the %d "
+	     "others landed", what, bad, fi_strerror(FI_EIO), N - 1);
+	fx_close();
+}
+
+/* ---- 11. posting does not wait (a process of its own) -------------------- */
+
+/* The calls of the double's trace (CUDA_DOUBLE_TRACE) in log that wait
+ * for the device: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize
+ * and their per-thread forms. */
+static int waits_in(FILE *log)
+{
+	char line[256];
+	int n = 0;
+
+	rewind(log);
+	while (fgets(line, sizeof(line), log))
+		n += !strncmp(line, "cuda-double: cu", 15) &&
+		     strstr(line, "Synchronize");
+	return n;
+}
+
+/* N writes posted with the double's trace on stderr, caught: no call may
+ * wait for the device while they are posted (with HMEMLOOP_ASYNC=0, each
+ * waits for its copy). */
+void child_no_sync(void)
+{
+	const char *what = "posting fi_write device to device";
+	const char *async = getenv("HMEMLOOP_ASYNC");
+	bool sync = async && !strcmp(async, "0");
+	FILE *log = tmpfile();
+	int saved, waits;
+	unsigned s;
+
+	t_assert(log, "tmpfile");
+	if (!fx_open(NULL, what))
+		return;
+	s = fill(DA);
+	zero(DB);
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	t_assert(saved >= 0 && dup2(fileno(log), STDERR_FILENO) >= 0, "dup2");
+	post_all(&a, WRITE, DA, DB, ctx);
+	t_assert(dup2(saved, STDERR_FILENO) >= 0, "dup2");
+	close(saved);
+	waits = waits_in(log);
+	fclose(log);
+	if (sync)
+		t_assert(waits, "%s, HMEMLOOP_ASYNC=0: no call waited for the "
+			 "device", what);
+	else
+		t_assert(!waits, "%s: %d calls waited for the device while %d "
+			 "were posted: a post waits for its copy", what, waits,
+			 N);
+	reap(&a, ctx, DB, s, what);
+	t_ok("%s: %d calls waited for the device while %d were posted%s",
+	     what, waits, N, sync ? " (HMEMLOOP_ASYNC=0)" : "");
+	fx_close();
+}
