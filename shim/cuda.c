@@ -32,6 +32,10 @@ static struct {
 	CUresult (*stream_destroy)(CUstream stream);
 	CUresult (*stream_sync)(CUstream stream);
 	CUresult (*stream_query)(CUstream stream);
+	CUresult (*event_create)(CUevent *event, unsigned int flags);
+	CUresult (*event_record)(CUevent event, CUstream stream);
+	CUresult (*event_query)(CUevent event);
+	CUresult (*event_destroy)(CUevent event);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
 	CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t n);
@@ -54,6 +58,10 @@ static const struct hml_cuda_sym symbols[] = {
 	SYM("cuStreamDestroy", stream_destroy),
 	SYM("cuStreamSynchronize", stream_sync),
 	SYM("cuStreamQuery", stream_query),
+	SYM("cuEventCreate", event_create),
+	SYM("cuEventRecord", event_record),
+	SYM("cuEventQuery", event_query),
+	SYM("cuEventDestroy", event_destroy),
 	SYM("cuMemcpyAsync", memcpy_async),
 	SYM("cuMemAlloc", mem_alloc),
 	SYM("cuMemFree", mem_free),
@@ -159,12 +167,20 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
  * exits, and each operation in flight on it (hml_ticket) until it is
  * seen done, by whichever thread looks; the last one destroys it.
  *
+ * Every MARK_EVERY copies the thread records an event on the stream (a
+ * mark), so that the copies before it can be seen landed while later ones
+ * still run: a reader then completes them and the application posts
+ * more before the stream runs dry. Without a mark, the stream itself is
+ * asked, which answers only when all its copies are over.
+ *
  * A stream is known by its context's ID, not its handle: a reset of the
  * device destroys the primary context's streams but keeps its handle, and
  * the driver crashes on a stream it destroyed (an H200, driver 580). The
  * context, retained again, has a new ID.
  */
 #define STREAMS 8
+#define MARKS 8
+#define MARK_EVERY 16
 
 struct hml_stream {
 	CUstream stream;
@@ -173,6 +189,8 @@ struct hml_stream {
 	int refs;			/* atomic */
 	uint64_t posted;		/* atomic: copies queued, by number */
 	uint64_t done;			/* atomic: those known to have landed */
+	CUevent ev[MARKS];		/* made by the thread, as needed */
+	uint64_t mark[MARKS];		/* atomic: the copy ev follows; 0: none */
 };
 
 struct streams {
@@ -197,8 +215,12 @@ static void stream_put(struct hml_stream *s)
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	/* Work still queued finishes; the driver frees the stream then. */
-	if (live(s))
+	if (live(s)) {
+		for (int i = 0; i < MARKS; i++)
+			if (s->ev[i])
+				cu.event_destroy(s->ev[i]);
 		cu.stream_destroy(s->stream);
+	}
 	free(s);
 }
 
@@ -473,6 +495,23 @@ int hml_copy_end(struct hml_copy *c)
 	return c->err;
 }
 
+/* A mark after copy seq, in a slot whose last mark has landed; none where
+ * the driver will not (the stream is asked instead). */
+static void mark(struct hml_stream *s, uint64_t seq)
+{
+	int i = seq / MARK_EVERY % MARKS;
+	uint64_t old = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
+
+	if (old > __atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
+		return;
+	if (!s->ev[i] && cu.event_create(&s->ev[i], CU_EVENT_DISABLE_TIMING))
+		return;
+	/* A reader that asks the event for the old mark meanwhile learns at
+	 * worst that the new one has landed, and so has the old. */
+	if (!cu.event_record(s->ev[i], s->stream))
+		__atomic_store_n(&s->mark[i], seq, __ATOMIC_RELEASE);
+}
+
 int hml_copy_post(struct hml_copy *c, struct hml_ticket *t)
 {
 	t->s = NULL;
@@ -480,30 +519,51 @@ int hml_copy_post(struct hml_copy *c, struct hml_ticket *t)
 		return hml_copy_end(c);
 	t->s = c->s;
 	t->seq = __atomic_add_fetch(&c->s->posted, 1, __ATOMIC_ACQ_REL);
+	if (t->seq % MARK_EVERY == 0)
+		mark(c->s, t->seq);
 	__atomic_add_fetch(&c->s->refs, 1, __ATOMIC_RELAXED);
 	leave(c->pushed);
 	return 0;
 }
 
-/* Has the ticket's copy landed? Asks the driver about the stream (from
- * any thread, in any context), at most once for all that was queued on
- * it before. A context reset meanwhile took the copy with it. */
+/* The first mark at or after copy seq, or -1. */
+static int mark_after(struct hml_stream *s, uint64_t seq, uint64_t *at)
+{
+	int best = -1;
+
+	for (int i = 0; i < MARKS; i++) {
+		uint64_t m = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
+
+		if (m >= seq && (best < 0 || m < *at)) {
+			best = i;
+			*at = m;
+		}
+	}
+	return best;
+}
+
+/* Has the ticket's copy landed? Asks the driver about the first mark
+ * after it, or else the stream (from any thread, in any context), at most
+ * once for all that was queued on it before. A context reset meanwhile
+ * took the copy with it. */
 int hml_ticket_poll(struct hml_ticket *t)
 {
 	struct hml_stream *s = t->s;
 	uint64_t upto;
 	CUresult r;
+	int i;
 
 	if (!s || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) >= t->seq)
 		return 1;
 	upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
 	if (!live(s))
 		return failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
-	r = cu.stream_query(s->stream);
+	i = mark_after(s, t->seq, &upto);
+	r = i < 0 ? cu.stream_query(s->stream) : cu.event_query(s->ev[i]);
 	if (r == CUDA_ERROR_NOT_READY)
 		return 0;
 	if (r)
-		return failed("cuStreamQuery", r);
+		return failed(i < 0 ? "cuStreamQuery" : "cuEventQuery", r);
 	landed(s, upto);
 	return 1;
 }
