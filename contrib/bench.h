@@ -8,6 +8,7 @@
  *   bench_device.c  mode 1 and --cross: the methods, buffers and modes
  *   bench_run.c     mode 1 and --cross: the fork probe and the loops
  *   bench_report.c  mode 1 and --cross: text tables and CSV
+ *   bench_child.c   a child process of the bench on a control socket
  *   bench_pass.c    mode 2: pass-through cost between two processes
  *   bench_peers*.c  --peers: device memory between two processes
  *                   (bench_peers.h: what its files share)
@@ -15,9 +16,11 @@
 #ifndef HML_BENCH_H
 #define HML_BENCH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cuda.h>
 #include <rdma/fabric.h>
@@ -174,6 +177,24 @@ bool b_stalled(struct b_stall *s, long got);
 void b_prefix(const char *what);
 /* 0 for 0; else -1 with "WHAT: why" in b_errmsg. */
 int b_post_failed(ssize_t ret, const char *what);
+
+/* bench_child.c: this program started again as a child, on a socket
+ * that is its stdin and stdout, one line a command or answer. setting
+ * ("NAME=VALUE" or NULL) goes into its environment. argv[0] is filled
+ * in; the child dies with this process. The child's PID, and its end of
+ * the socket in *fd. */
+pid_t b_spawn(char **argv, const char *setting, int *fd);
+/* How a child ended, for a note; with stop, one still running after
+ * 100 ms is ended, by its PID. */
+const char *b_ended(pid_t pid, bool stop);
+int b_say(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* One line by the deadline: 0, or -1 on EOF or timeout. */
+int b_hear(int fd, char *line, size_t len, double deadline);
+/* A command, formatted into cmd, and its answer within timeout seconds
+ * into line: 0, or -1 on EOF or timeout. */
+int b_vask(int fd, char *line, size_t len, double timeout, char *cmd,
+	   size_t cmdlen, const char *fmt, va_list ap);
 
 /* bench_device.c / bench_run.c / bench_report.c: mode 1 and --cross */
 int b_device_main(void);
