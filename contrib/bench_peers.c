@@ -147,7 +147,7 @@ static int one(struct path *x, int op, size_t len, CUstream st)
 static int stream(struct path *x, int op, size_t len, long n)
 {
 	long posted = 0, done = 0, got;
-	struct b_stall st = { 0, 0 };
+	struct b_stall st = { 0, 0, false };
 	ssize_t ret;
 
 	while (done < n) {
