@@ -72,9 +72,11 @@ static void usage(FILE *f)
 "  hmemloop hmemloop-bench [-p PROVIDER] [--sizes MIN:MAX] [--iters N]\n"
 "                          [--max-time S] [--csv FILE] [--quick]\n"
 "                          [--staging-copy async|sync] [--hmem]\n"
+"                          [--window N] [--mixed]\n"
 "  hmemloop-bench --no-shim [same options]\n"
 "  hmemloop hmemloop-bench --cross [-p PROVIDER] [--sizes MIN:MAX]\n"
 "                          [--iters N] [--max-time S] [--csv FILE] [--quick]\n"
+"                          [--window N]\n"
 "  hmemloop-bench --passthrough [-p PROVIDER]... [--runs N] [--iters N]\n"
 "                 [--msg-size N] [--lib PATH] [--csv FILE] [--quick]\n"
 "  hmemloop hmemloop-bench --peers [-p PROVIDER]... [--sizes MIN:MAX]\n"
@@ -84,6 +86,9 @@ static void usage(FILE *f)
 "CUDA driver's own copy (the ceiling), fi_write, fi_read and fi_send\n"
 "through hmemloop, and staging through pinned host memory. It must run\n"
 "under the hmemloop wrapper; --no-shim runs the ceiling and staging only.\n"
+"The hmemloop methods' message rates are measured twice, by two copies\n"
+"of this program started with HMEMLOOP_ASYNC=0 (each call waits for its\n"
+"copy) and HMEMLOOP_ASYNC=1 (completions reported once the copies land).\n"
 "  -p, --provider PROV  provider (default shm)\n"
 "  --sizes MIN:MAX      sizes, MIN times powers of 4, and MAX (default 8:1G)\n"
 "  --iters N            latency operations a point (default 1000)\n"
@@ -96,6 +101,11 @@ static void usage(FILE *f)
 "  --hmem               ask the provider for FI_HMEM and register device\n"
 "                       buffers as FI_HMEM_CUDA: with --no-shim, fi_write,\n"
 "                       fi_read and fi_send are the provider's own copies\n"
+"  --window N           operations outstanding for the message rate\n"
+"                       (default 64)\n"
+"  --mixed              also fi_write D2D from 4 endpoints, a thread each\n"
+"                       with 16 outstanding, at every size, under\n"
+"                       HMEMLOOP_ASYNC=0 and =1\n"
 "\n"
 "--cross times the same between a buffer on GPU 0 and one on GPU 1, both\n"
 "ways: the ceiling is the faster of cuMemcpyPeerAsync and cuMemcpyAsync,\n"
@@ -123,7 +133,7 @@ enum {
 	OPT_SIZES = 256, OPT_ITERS, OPT_CSV, OPT_QUICK, OPT_NO_SHIM,
 	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
 	OPT_STAGING, OPT_CHILD, OPT_CROSS, OPT_HMEM, OPT_PEERS,
-	OPT_PEERS_CHILD, OPT_HOST,
+	OPT_PEERS_CHILD, OPT_HOST, OPT_WINDOW, OPT_MIXED, OPT_WORKER,
 };
 
 static const struct option long_opts[] = {
@@ -145,11 +155,15 @@ static const struct option long_opts[] = {
 	{ "peers", no_argument, NULL, OPT_PEERS },
 	{ "peers-child", required_argument, NULL, OPT_PEERS_CHILD },
 	{ "host", no_argument, NULL, OPT_HOST },
+	{ "window", required_argument, NULL, OPT_WINDOW },
+	{ "mixed", no_argument, NULL, OPT_MIXED },
+	{ "rate-worker", required_argument, NULL, OPT_WORKER },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
+static void parse_opt(int c, const char *arg, bool *sizes, bool *iters,
+		      bool *window)
 {
 	switch (c) {
 	case 'p':
@@ -186,6 +200,14 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
 	case OPT_PEERS: b_opt.peers = true; break;
 	case OPT_PEERS_CHILD: b_opt.peers_child = arg; break;
 	case OPT_HOST: b_opt.host = true; break;
+	case OPT_WINDOW:
+		b_opt.window = (int) parse_long(arg, "--window");
+		if (b_opt.window > B_MAX_WINDOW)
+			b_die("--window: at most %d", B_MAX_WINDOW);
+		*window = true;
+		break;
+	case OPT_MIXED: b_opt.mixed = true; break;
+	case OPT_WORKER: b_opt.worker = !strcmp(arg, "1"); break;
 	case 'h': usage(stdout); exit(0);
 	default: usage(stderr); exit(2);
 	}
@@ -193,11 +215,11 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters)
 
 int main(int argc, char **argv)
 {
-	bool sizes = false, iters = false;
+	bool sizes = false, iters = false, window = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "p:h", long_opts, NULL)) != -1)
-		parse_opt(c, optarg, &sizes, &iters);
+		parse_opt(c, optarg, &sizes, &iters, &window);
 	if (optind < argc)
 		b_die("unexpected argument '%s' (--help for usage)",
 		      argv[optind]);
@@ -205,8 +227,16 @@ int main(int argc, char **argv)
 		return b_pass_child();
 	if (b_opt.peers_child)
 		return b_peers_child();
+	if (b_opt.worker >= 0)
+		return b_worker_main();
 	if (b_opt.passthrough + b_opt.cross + b_opt.peers > 1)
 		b_die("--cross, --passthrough and --peers are different modes");
+	if (window && (b_opt.passthrough || b_opt.peers))
+		b_die("--window is for mode 1 and --cross");
+	if (b_opt.mixed && (b_opt.passthrough || b_opt.peers || b_opt.cross))
+		b_die("--mixed is for mode 1 only");
+	if (b_opt.mixed && b_opt.no_shim)
+		b_die("--mixed times hmemloop: not with --no-shim");
 	if (b_opt.passthrough) {
 		if (!iters)
 			b_opt.iters = b_opt.quick ? 1000 : 10000;

@@ -8,6 +8,10 @@
  *   bench_device.c  mode 1 and --cross: the methods, buffers and modes
  *   bench_run.c     mode 1 and --cross: the fork probe and the loops
  *   bench_report.c  mode 1 and --cross: text tables and CSV
+ *   bench_async.c   mode 1 and --cross: the hmemloop rates under
+ *                   HMEMLOOP_ASYNC=0 and =1, in two worker processes
+ *   bench_mixed.c   --mixed: one thread per endpoint, in the workers
+ *   bench_child.c   a child process of the bench on a control socket
  *   bench_pass.c    mode 2: pass-through cost between two processes
  *   bench_peers*.c  --peers: device memory between two processes
  *                   (bench_peers.h: what its files share)
@@ -15,17 +19,21 @@
 #ifndef HML_BENCH_H
 #define HML_BENCH_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cuda.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
-/* Operations in flight for the message-rate figures. */
+/* Operations in flight for the message-rate figures: mode 1's default
+ * (--window), and always --passthrough's and --peers'. */
 #define B_WINDOW 64
+#define B_MAX_WINDOW 4096
 /* No completion for this long is a failure, not a slow point. */
 #define B_STALL_S 30.0
 
@@ -51,6 +59,10 @@ struct b_opts {
 	const char *peers_child;	/* --peers, internal: B's provider */
 	bool host;			/* --peers: host buffers */
 	bool mr_hmem;			/* FI_MR_HMEM in the hints */
+	int window;			/* mode 1: rate's outstanding ops */
+	bool mixed;			/* mode 1: --mixed */
+	int worker;			/* internal: a rate worker's
+					 * HMEMLOOP_ASYNC, or -1 */
 };
 
 /* bench_util.c */
@@ -129,7 +141,8 @@ struct b_ep {
 	size_t namelen;
 };
 
-extern char b_errmsg[256];
+/* Per thread: --mixed's threads each have one. */
+extern __thread char b_errmsg[256];
 
 /* -FI_ENODATA when the provider is not here. */
 int b_fab_open(struct b_fab *f, const char *prov);
@@ -154,16 +167,18 @@ void b_progress(void);
 /* Seconds without progress after which a wait or a post fails. */
 extern double b_stall_s;
 /* A stall guard for polling loops: call with what the last poll got;
- * drives progress while nothing comes, true once b_stall_s passed. */
+ * drives progress on every CQ while nothing comes (unless alone: a
+ * thread that must touch only its own), true once b_stall_s passed. */
 struct b_stall {
 	unsigned spins;
 	double end;
+	bool alone;
 };
 bool b_stalled(struct b_stall *s, long got);
 /* ret = call, retried while the provider says -FI_EAGAIN, driving
  * progress; -FI_ETIMEDOUT once that has gone on for b_stall_s. */
 #define B_POST(ret, call) do {						\
-		struct b_stall s_ = { 0, 0 };				\
+		struct b_stall s_ = { 0, 0, false };			\
 		while (((ret) = (call)) == -FI_EAGAIN &&		\
 		       !b_stalled(&s_, 0))				\
 			;						\
@@ -175,8 +190,28 @@ void b_prefix(const char *what);
 /* 0 for 0; else -1 with "WHAT: why" in b_errmsg. */
 int b_post_failed(ssize_t ret, const char *what);
 
+/* bench_child.c: this program started again as a child, on a socket
+ * that is its stdin and stdout, one line a command or answer. setting
+ * ("NAME=VALUE" or NULL) goes into its environment. argv[0] is filled
+ * in; the child dies with this process. The child's PID, and its end of
+ * the socket in *fd. */
+pid_t b_spawn(char **argv, const char *setting, int *fd);
+/* How a child ended, for a note; with stop, one still running after
+ * 100 ms is ended, by its PID. */
+const char *b_ended(pid_t pid, bool stop);
+int b_say(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* One line by the deadline: 0, or -1 on EOF or timeout. */
+int b_hear(int fd, char *line, size_t len, double deadline);
+/* A command, formatted into cmd, and its answer within timeout seconds
+ * into line: 0, or -1 on EOF or timeout. */
+int b_vask(int fd, char *line, size_t len, double timeout, char *cmd,
+	   size_t cmdlen, const char *fmt, va_list ap);
+
 /* bench_device.c / bench_run.c / bench_report.c: mode 1 and --cross */
 int b_device_main(void);
+/* bench_async.c: a rate worker's side */
+int b_worker_main(void);
 /* bench_pass.c: mode 2 */
 int b_pass_main(char **argv);
 int b_pass_child(void);

@@ -18,9 +18,26 @@ struct b_dir {
 };
 
 #define B_MAX_DIRS 3
+/* The largest size at which a method's bytes are checked before it is
+ * timed (in the parent, and in each rate worker). */
+#define B_CHECK_LEN (1 << 20)
+
+/* Where a rate loop posts: an endpoint, its own address, the operations
+ * it keeps outstanding, and contexts of its own, more than are ever
+ * outstanding, so that none is reused while in use (hmemloop takes a
+ * posted receive back by its context; FI_CONTEXT providers need one). */
+struct b_lane {
+	struct b_ep *e;
+	fi_addr_t self;
+	int window;
+	bool alone;			/* --mixed's threads: only its CQs */
+	struct fi_context *ctx;
+	unsigned nctx, next;
+};
 
 struct b_ctx {
 	struct b_fab fab;
+	struct b_lane lane;		/* a's, --window outstanding */
 	struct b_ep a, b;
 	fi_addr_t self;			/* a, in a's own AV */
 	fi_addr_t peer;			/* b, in a's AV: fi_send's receiver */
@@ -53,11 +70,12 @@ struct b_method {
 	int (*prep)(struct b_ctx *c, const struct b_dir *d, size_t len);
 	/* One operation, until the completion a caller waits for. */
 	int (*one)(struct b_ctx *c, const struct b_dir *d, size_t len);
-	/* n operations with B_WINDOW outstanding, no new one posted after
+	/* n operations with --window outstanding, no new one posted after
 	 * deadline: how many completed, or -1. */
 	long (*rate)(struct b_ctx *c, const struct b_dir *d, size_t len,
 		     long n, double deadline);
-	const char *rate_how;		/* what the rate measures */
+	const char *rate_how;		/* what the rate measures, N the
+					 * window */
 };
 
 /* What a run measures, and the words its header has for it. */
@@ -90,6 +108,22 @@ void b_ctx_close(struct b_ctx *c);
 int b_ctx_home(struct b_ctx *c);
 /* One operation of method m on patterned bytes, checked: 0 or -1. */
 int b_validate(struct b_ctx *c, int m, const struct b_dir *d, size_t len);
+/* The operations a rate with window w measures: --iters, in whole
+ * windows, at least two. */
+long b_rate_ops(long w);
+/* The rate of method m: b_rate_ops(--window) operations after a warm-up
+ * window, capped by --max-time: 0, or -1 with the reason in b_errmsg. */
+int b_rate(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
+	   long *ops, double *secs);
+
+/* A lane on endpoint e, with window outstanding; the contexts are freed
+ * with free(l->ctx). */
+void b_lane_init(struct b_lane *l, struct b_ep *e, fi_addr_t self,
+		 int window);
+/* fi_write's or fi_read's rate loop on a lane: the method's rate, for
+ * --mixed's threads. */
+long b_rma_rate(struct b_ctx *c, struct b_lane *l, const struct b_dir *d,
+		size_t len, long n, double deadline, bool read);
 
 enum b_status { P_NONE, P_OK, P_SKIPPED, P_FAILED, P_UNAVAIL };
 
@@ -99,10 +133,26 @@ struct b_point {
 	bool capped;			/* --max-time cut the latency ops */
 	long rate_ops;			/* 0: not measured */
 	double rate_secs;
+	/* The hmemloop methods' rates under HMEMLOOP_ASYNC=0 and =1, from
+	 * the workers; rate_* is the one the environment's setting picks. */
+	long async_ops[2];
+	double async_secs[2];
 	char note[320];
 };
 
 #define B_MAX_SIZES 40
+/* --mixed: fi_write D2D, endpoints each with its thread and window. */
+#define B_MIX_THREADS 4
+#define B_MIX_WINDOW 16
+
+/* A --mixed point under one HMEMLOOP_ASYNC setting. */
+struct b_mix {
+	enum b_status status;
+	long ops;			/* all threads */
+	double secs;			/* the first start to the last end */
+	double tmin, tmax;		/* a thread's ops/s: least, most */
+	char note[200];
+};
 
 struct b_results {
 	size_t sizes[B_MAX_SIZES];
@@ -110,6 +160,8 @@ struct b_results {
 	bool shim;			/* hmemloop methods were run */
 	char why[NMETHODS][320];	/* unavailable: why */
 	struct b_point p[B_MAX_DIRS][NMETHODS][B_MAX_SIZES];
+	bool workers;			/* the HMEMLOOP_ASYNC workers ran */
+	struct b_mix mix[2][B_MAX_SIZES];	/* --mixed, by HMEMLOOP_ASYNC */
 };
 
 /* A method this run leaves out: one that needs hmemloop, without it,
@@ -118,6 +170,23 @@ static inline bool b_left_out(const struct b_results *r, int m)
 {
 	return b_mode->methods[m].hmemloop && !r->shim && !b_opt.hmem;
 }
+
+/* bench_async.c: the parent's side of the workers, HMEMLOOP_ASYNC=0 and
+ * =1. Start them where the run has hmemloop methods (r->workers). */
+void b_workers_start(struct b_results *r);
+/* Method m's rate at point (d, s) under both settings, into p. */
+void b_workers_rate(struct b_results *r, int d, int m, int s);
+/* --mixed at every size under both settings (it needs the workers). */
+void b_workers_mixed(struct b_results *r);
+void b_workers_stop(void);
+/* Which worker's rate the plain rate columns show: the environment's
+ * HMEMLOOP_ASYNC's (hmemloop's default is 1). */
+int b_env_async(void);
+
+/* bench_mixed.c, in a worker: the --mixed point of size len: 0, or -1
+ * with the reason in b_errmsg. */
+int b_mixed(struct b_ctx *c, size_t len, struct b_mix *x);
+void b_mixed_close(void);
 
 /* bench_report.c */
 void b_report_header(const struct b_ctx *c, const struct b_results *r);

@@ -33,15 +33,10 @@ static const struct b_dir cross_dirs[] = {
 	{ "G1toG0", "GPU 1 to GPU 0", DEV_B, DEV_A },
 };
 
-/* Every operation gets a context of its own: hmemloop takes a posted
- * receive back by its context, and FI_CONTEXT providers need one. More
- * than are ever outstanding, so none is reused while in use. */
-static struct fi_context ctxs[4 * B_WINDOW];
-static unsigned next_ctx;
-
-static void *ctx(void)
+/* Every operation gets a context of its own (struct b_lane). */
+static void *ctx(struct b_lane *l)
 {
-	return &ctxs[next_ctx++ % (4 * B_WINDOW)];
+	return &l->ctx[l->next++ % l->nctx];
 }
 
 static bool is_dev(enum b_loc l)
@@ -100,7 +95,7 @@ static long batches(struct b_ctx *c, const struct b_dir *d, size_t len,
 	long done = 0, k;
 
 	while (done < n) {
-		k = n - done < B_WINDOW ? n - done : B_WINDOW;
+		k = n - done < c->lane.window ? n - done : c->lane.window;
 		if (copy(c, d->dst, d->src, len, k))
 			return -1;
 		done += k;
@@ -176,18 +171,18 @@ static long uva_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 	       batches(c, d, len, n, deadline, copy_async);
 }
 
-/* RMA from endpoint a to its own address. A read's local buffer is the
- * destination; a write's is the source. */
-static ssize_t rma_post(struct b_ctx *c, const struct b_dir *d, size_t len,
-			bool read)
+/* RMA from a lane's endpoint to its own address. A read's local buffer
+ * is the destination; a write's is the source. */
+static ssize_t rma_post(struct b_ctx *c, struct b_lane *l,
+			const struct b_dir *d, size_t len, bool read)
 {
 	if (read)
-		return fi_read(c->a.ep, c->buf[d->dst], len, c->desc[d->dst],
-			       c->self, b_raddr(&c->fab, c->buf[d->src]),
-			       c->key[d->src], ctx());
-	return fi_write(c->a.ep, c->buf[d->src], len, c->desc[d->src],
-			c->self, b_raddr(&c->fab, c->buf[d->dst]),
-			c->key[d->dst], ctx());
+		return fi_read(l->e->ep, c->buf[d->dst], len, c->desc[d->dst],
+			       l->self, b_raddr(&c->fab, c->buf[d->src]),
+			       c->key[d->src], ctx(l));
+	return fi_write(l->e->ep, c->buf[d->src], len, c->desc[d->src],
+			l->self, b_raddr(&c->fab, c->buf[d->dst]),
+			c->key[d->dst], ctx(l));
 }
 
 static int rma_one(struct b_ctx *c, const struct b_dir *d, size_t len,
@@ -195,7 +190,7 @@ static int rma_one(struct b_ctx *c, const struct b_dir *d, size_t len,
 {
 	ssize_t ret;
 
-	B_POST(ret, rma_post(c, d, len, read));
+	B_POST(ret, rma_post(c, &c->lane, d, len, read));
 	if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
 		return -1;
 	return b_cq_wait(c->a.tx, 1);
@@ -220,24 +215,27 @@ static bool stalled(struct b_stall *st, long got)
 	return true;
 }
 
-/* Post B_WINDOW, then one more for each completion read. */
-static long rma_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
-		     long n, double deadline, bool read)
+/* Post until the window is outstanding (or the provider says
+ * -FI_EAGAIN), then poll the CQ once, without waiting: one more is posted
+ * for each completion read, and a copy hmemloop completes later overlaps
+ * the ones posted after it. */
+long b_rma_rate(struct b_ctx *c, struct b_lane *l, const struct b_dir *d,
+		size_t len, long n, double deadline, bool read)
 {
-	struct b_stall st = { 0, 0 };
+	struct b_stall st = { 0, 0, l->alone };
 	long posted = 0, done = 0, got;
 	ssize_t ret;
 
 	while (done < n) {
-		while (posted < n && posted - done < B_WINDOW) {
-			ret = rma_post(c, d, len, read);
+		while (posted < n && posted - done < l->window) {
+			ret = rma_post(c, l, d, len, read);
 			if (ret == -FI_EAGAIN)
 				break;
 			if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
 				return -1;
 			posted++;
 		}
-		got = b_cq_poll(c->a.tx, posted - done);
+		got = b_cq_poll(l->e->tx, posted - done);
 		if (got < 0 || stalled(&st, got))
 			return -1;
 		done += got;
@@ -250,25 +248,25 @@ static long rma_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 static long write_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 		       long n, double deadline)
 {
-	return rma_rate(c, d, len, n, deadline, false);
+	return b_rma_rate(c, &c->lane, d, len, n, deadline, false);
 }
 
 static long read_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 		      long n, double deadline)
 {
-	return rma_rate(c, d, len, n, deadline, true);
+	return b_rma_rate(c, &c->lane, d, len, n, deadline, true);
 }
 
 static ssize_t recv_post(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
 	return fi_recv(c->b.ep, c->buf[d->dst], len, c->desc[d->dst],
-		       FI_ADDR_UNSPEC, ctx());
+		       FI_ADDR_UNSPEC, ctx(&c->lane));
 }
 
 static ssize_t send_post(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
 	return fi_send(c->a.ep, c->buf[d->src], len, c->desc[d->src], c->peer,
-		       ctx());
+		       ctx(&c->lane));
 }
 
 static int send_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
@@ -298,24 +296,24 @@ static int send_one(struct b_ctx *c, const struct b_dir *d, size_t len)
 	return 0;
 }
 
-/* Keep B_WINDOW receives posted and B_WINDOW sends in flight; never more
+/* Keep a window of receives posted and of sends in flight; never more
  * sends than receives, so that no message arrives unexpected, and no
  * receive left posted at the end. */
 static long send_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 		      long n, double deadline)
 {
 	long precv = 0, psend = 0, drecv = 0, dsend = 0, got, got2;
-	struct b_stall st = { 0, 0 };
+	struct b_stall st = { 0, 0, false };
 	ssize_t ret;
 
 	while (drecv < n || dsend < n) {
-		while (precv < n && precv - drecv < B_WINDOW &&
+		while (precv < n && precv - drecv < c->lane.window &&
 		       (ret = recv_post(c, d, len)) != -FI_EAGAIN) {
 			if (b_post_failed(ret, "fi_recv"))
 				return -1;
 			precv++;
 		}
-		while (psend < precv && psend - dsend < B_WINDOW &&
+		while (psend < precv && psend - dsend < c->lane.window &&
 		       (ret = send_post(c, d, len)) != -FI_EAGAIN) {
 			if (b_post_failed(ret, "fi_send"))
 				return -1;
@@ -353,7 +351,7 @@ static ssize_t host_write(struct b_ctx *c, size_t len)
 	struct fi_msg_rma msg = {
 		.msg_iov = &iov, .desc = &c->desc[HOST_A], .iov_count = 1,
 		.addr = c->self, .rma_iov = &riov, .rma_iov_count = 1,
-		.context = ctx(),
+		.context = ctx(&c->lane),
 	};
 
 	return fi_writemsg(c->a.ep, &msg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
@@ -395,7 +393,7 @@ static long staging_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 	long done = 0, k;
 
 	while (done < n) {
-		k = n - done < B_WINDOW ? n - done : B_WINDOW;
+		k = n - done < c->lane.window ? n - done : c->lane.window;
 		if (staging_n(c, d, len, k))
 			return -1;
 		done += k;
@@ -405,31 +403,32 @@ static long staging_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 	return done;
 }
 
-#define RMA_RATE "64 posted, then one more per completion read"
-#define SEND_RATE "64 receives posted and 64 sends in flight; an operation " \
+#define RMA_RATE "N posted, then one more per completion read (fi_cq_read " \
+	"polled)"
+#define SEND_RATE "N receives posted and N sends in flight; an operation " \
 	"is its two completions"
 
 static const struct b_method same_methods[NMETHODS] = {
 	[M_CEIL_ASYNC] = { "ceiling_async", false, NULL, ceil_async_one,
-		ceil_async_rate, "64 cuMemcpyAsync, then one cuStreamSynchronize" },
+		ceil_async_rate, "N cuMemcpyAsync, then one cuStreamSynchronize" },
 	[M_CEIL_SYNC] = { "ceiling_sync", false, NULL, ceil_sync_one,
-		ceil_sync_rate, "64 cuMemcpy, then one cuStreamSynchronize "
+		ceil_sync_rate, "N cuMemcpy, then one cuStreamSynchronize "
 		"of the legacy stream" },
 	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate, RMA_RATE },
 	[M_READ] = { "fi_read", true, NULL, read_one, read_rate, RMA_RATE },
 	[M_SEND] = { "fi_send", true, send_prep, send_one, send_rate,
 		SEND_RATE },
 	[M_STAGING] = { "staging", false, NULL, staging_one, staging_rate,
-		"per batch: 64 copies to pinned host and a sync, 64 host "
-		"fi_write and their completions, 64 copies to device and a sync" },
+		"per batch: N copies to pinned host and a sync, N host "
+		"fi_write and their completions, N copies to device and a sync" },
 };
 
 /* The hmemloop methods are mode 1's own; no staging between GPUs. */
 static const struct b_method cross_methods[NMETHODS] = {
 	[M_CEIL_PEER] = { "ceiling_peer", false, peer_prep, peer_one,
-		peer_rate, "64 cuMemcpyPeerAsync, then one cuStreamSynchronize" },
+		peer_rate, "N cuMemcpyPeerAsync, then one cuStreamSynchronize" },
 	[M_CEIL_UVA] = { "ceiling_uva", false, uva_prep, ceil_async_one,
-		uva_rate, "64 cuMemcpyAsync, then one cuStreamSynchronize" },
+		uva_rate, "N cuMemcpyAsync, then one cuStreamSynchronize" },
 	[M_WRITE] = { "fi_write", true, NULL, write_one, write_rate, RMA_RATE },
 	[M_READ] = { "fi_read", true, NULL, read_one, read_rate, RMA_RATE },
 	[M_SEND] = { "fi_send", true, send_prep, send_one, send_rate,
@@ -538,6 +537,19 @@ static int alloc_cross(struct b_ctx *c, size_t len)
 	return b_ctx_home(c);
 }
 
+void b_lane_init(struct b_lane *l, struct b_ep *e, fi_addr_t self,
+		 int window)
+{
+	memset(l, 0, sizeof(*l));
+	l->e = e;
+	l->self = self;
+	l->window = window;
+	l->nctx = 4 * window;
+	l->ctx = calloc(l->nctx, sizeof(*l->ctx));
+	if (!l->ctx)
+		b_die("out of memory");
+}
+
 int b_ctx_home(struct b_ctx *c)
 {
 	return use_gpu(c, 0);
@@ -564,6 +576,7 @@ int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 	b_ep_open(&c->a, &c->fab);
 	b_ep_open(&c->b, &c->fab);
 	c->self = b_av_insert(&c->a, c->a.name);
+	b_lane_init(&c->lane, &c->a, c->self, b_opt.window);
 	c->peer = b_av_insert(&c->a, c->b.name);
 	b_av_insert(&c->b, c->a.name);
 	for (int l = 0; l < NLOC; l++) {
@@ -579,6 +592,7 @@ int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 
 void b_ctx_close(struct b_ctx *c)
 {
+	free(c->lane.ctx);
 	for (int l = 0; l < NLOC; l++)
 		b_mr_close(c->mr[l]);
 	b_ep_close(&c->b);
@@ -657,6 +671,28 @@ int b_validate(struct b_ctx *c, int m, const struct b_dir *d, size_t len)
 	if (b_ctx_home(c))
 		ret = -1;
 	return ret;
+}
+
+long b_rate_ops(long w)
+{
+	long n = (b_opt.iters + w - 1) / w * w;
+
+	return n < 2 * w ? 2 * w : n;
+}
+
+int b_rate(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
+	   long *ops, double *secs)
+{
+	const struct b_method *mt = &b_mode->methods[m];
+	long w = b_opt.window, n = b_rate_ops(w);
+	double t0;
+
+	if (mt->rate(c, d, len, w, 0) < 0)	/* warm-up */
+		return -1;
+	t0 = b_now();
+	*ops = mt->rate(c, d, len, n, t0 + b_opt.max_time);
+	*secs = b_now() - t0;
+	return *ops < 0 ? -1 : 0;
 }
 
 const struct b_mode b_mode_same = {

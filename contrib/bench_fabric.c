@@ -15,11 +15,11 @@
 
 #include "bench.h"
 
-char b_errmsg[256];
+__thread char b_errmsg[256];
 
 /* Every CQ of the process: providers with manual progress move a
  * same-process transfer only when the target's CQ is read too. */
-static struct fid_cq *all_cqs[8];
+static struct fid_cq *all_cqs[16];
 
 static void fi_check(int ret, const char *what)
 {
@@ -91,7 +91,7 @@ static struct fid_cq *cq_open(struct b_fab *f)
 	struct fi_cq_attr attr = {
 		.format = FI_CQ_FORMAT_CONTEXT,
 		.wait_obj = FI_WAIT_NONE,
-		.size = 4 * B_WINDOW,
+		.size = 4 * (b_opt.window > B_WINDOW ? b_opt.window : B_WINDOW),
 	};
 	struct fid_cq *cq;
 
@@ -236,7 +236,8 @@ bool b_stalled(struct b_stall *s, long got)
 		s->end = 0;
 		return false;
 	}
-	b_progress();
+	if (!s->alone)
+		b_progress();
 	if (++s->spins % 4096)
 		return false;
 	if (!s->end) {
@@ -248,7 +249,7 @@ bool b_stalled(struct b_stall *s, long got)
 
 int b_cq_wait(struct fid_cq *cq, long n)
 {
-	struct b_stall st = { 0, 0 };
+	struct b_stall st = { 0, 0, false };
 	long got;
 
 	while (n > 0) {

@@ -26,17 +26,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
@@ -63,59 +57,13 @@ struct peer {
 
 static void spawn(struct peer *p, const char *prov)
 {
-	char self[PATH_MAX], range[64];
-	char *argv[] = { self, "--peers-child", (char *) prov, "--sizes", range,
+	char range[64];
+	char *argv[] = { NULL, "--peers-child", (char *) prov, "--sizes", range,
 			 b_opt.host ? "--host" : NULL, NULL };
-	int sv[2];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (n < 0)
-		b_die("/proc/self/exe: %s", strerror(errno));
-	self[n] = '\0';
 	snprintf(range, sizeof(range), "%zu:%zu", b_opt.min_size,
 		 b_opt.max_size);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-		b_die("socketpair: %s", strerror(errno));
-	fflush(NULL);
-	p->pid = fork();
-	if (p->pid < 0)
-		b_die("fork: %s", strerror(errno));
-	if (!p->pid) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(sv[1], 0);
-		dup2(sv[1], 1);
-		execv(self, argv);
-		_exit(127);
-	}
-	close(sv[1]);
-	p->fd = sv[0];
-}
-
-/* How B ended, for a note; with stop, one still running after 100 ms is
- * ended, by its PID. */
-static const char *ended(struct peer *p, bool stop)
-{
-	static char how[64];
-	pid_t r = 0;
-	int st;
-
-	for (int i = 0; stop && i < 10 && !r; i++) {
-		r = waitpid(p->pid, &st, WNOHANG);
-		if (!r)
-			usleep(10000);
-	}
-	if (stop && !r) {
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, &st, 0);
-		return "was running: stopped";
-	}
-	if (!r && waitpid(p->pid, &st, 0) != p->pid)
-		return "lost";
-	if (WIFSIGNALED(st))
-		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(how, sizeof(how), "exited %d", WEXITSTATUS(st));
-	return how;
+	p->pid = b_spawn(argv, NULL, &p->fd);
 }
 
 /* Send a command and wait for its answer: 0 for "ok" (or what want
@@ -126,12 +74,13 @@ static int ask(struct peer *p, const char *want, const char *fmt, ...)
 {
 	char cmd[256];
 	va_list ap;
+	int ret;
 
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	ret = b_vask(p->fd, p->line, sizeof(p->line), B_CTL_TIMEOUT_S, cmd,
+		     sizeof(cmd), fmt, ap);
 	va_end(ap);
-	if (b_say(p->fd, "%s\n", cmd) ||
-	    b_hear(p->fd, p->line, sizeof(p->line), b_now() + B_CTL_TIMEOUT_S)) {
+	if (ret) {
 		snprintf(b_errmsg, sizeof(b_errmsg), "B gave no answer to %.40s",
 			 cmd);
 		return -1;
@@ -198,7 +147,7 @@ static int one(struct path *x, int op, size_t len, CUstream st)
 static int stream(struct path *x, int op, size_t len, long n)
 {
 	long posted = 0, done = 0, got;
-	struct b_stall st = { 0, 0 };
+	struct b_stall st = { 0, 0, false };
 	ssize_t ret;
 
 	while (done < n) {
@@ -410,7 +359,7 @@ static int path_open(struct path *x, const char *prov, char *why,
 
 	spawn(b, prov);
 	if (b_hear(b->fd, b->line, sizeof(b->line), b_now() + B_CTL_TIMEOUT_S)) {
-		snprintf(why, len, "B did not start: %s", ended(b, true));
+		snprintf(why, len, "B did not start: %s", b_ended(b->pid, true));
 		b->pid = 0;
 		return -1;
 	}
@@ -484,7 +433,7 @@ static void run_path(int path, const char *prov, char *abuf, CUstream st)
 			    latency(&x, op, b_pr.sizes[s], st, &p->lat) ||
 			    bandwidth(&x, op, b_pr.sizes[s], st, &p->gbps)) {
 				snprintf(why, sizeof(why), "%s (B %s)",
-					 b_errmsg, ended(&x.b, true));
+					 b_errmsg, b_ended(x.b.pid, true));
 				mark(path, P_FAILED, op, s, "not run: an "
 				     "earlier point failed");
 				p->status = P_FAILED;
@@ -501,7 +450,7 @@ out:
 	b_side_close(&x.a);
 	if (x.b.pid) {
 		b_say(x.b.fd, "quit\n");
-		ended(&x.b, false);
+		b_ended(x.b.pid, false);
 	}
 	if (x.b.fd > 0)
 		close(x.b.fd);

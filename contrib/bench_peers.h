@@ -54,11 +54,8 @@ struct side {
 	uint64_t key, raddr;		/* A: B's buffer */
 };
 
-/* bench_peers_side.c: the control channel, one line a command */
-int b_say(int fd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* One line by the deadline: 0, or -1 on EOF or timeout. */
-int b_hear(int fd, char *line, size_t len, double deadline);
+/* bench_peers_side.c: the control channel's hex (bench_child.c: its
+ * lines) */
 /* n bytes as hex ("-" for none) into out; back into p. */
 void b_hex_put(char *out, const void *p, size_t n);
 size_t b_hex_get(void *p, size_t max, const char *hex);

@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #endif
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,36 +18,7 @@
 
 #include "bench_peers.h"
 
-/* ---- the control channel ---- */
-
-int b_say(int fd, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vdprintf(fd, fmt, ap);
-	va_end(ap);
-	return n < 0 ? -1 : 0;
-}
-
-int b_hear(int fd, char *line, size_t len, double deadline)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	size_t n = 0;
-	int ms;
-
-	while (n < len - 1) {
-		ms = (int) ((deadline - b_now()) * 1000);
-		if (ms <= 0 || poll(&p, 1, ms) <= 0 || read(fd, line + n, 1) != 1)
-			return -1;
-		if (line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = '\0';
-	return 0;
-}
+/* ---- the control channel's hex ---- */
 
 void b_hex_put(char *out, const void *p, size_t n)
 {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench_dev.h"
+#include "contrib/bench_commit.h"
 
 /* Table columns: the ceiling is the faster of its two variants. */
 #define CEIL (-1)
@@ -125,6 +126,7 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 
 	printf("hmemloop-bench: %s over %s (%s)\n", b_mode->title, b_opt.prov,
 	       c->fab.info->fabric_attr->prov_name);
+	printf("commit: %s\n", B_COMMIT);
 	cuda_lines(c);
 	if (r->shim)
 		printf("hmemloop: enabled (fi_write, fi_read and fi_send go "
@@ -153,7 +155,7 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 		printf("staging: copies with %s\n", b_opt.staging_sync ?
 		       "cuMemcpy + legacy-stream sync" :
 		       "cuMemcpyAsync + cuStreamSynchronize");
-	printf("message rate, %d outstanding:\n", B_WINDOW);
+	printf("message rate, N = %d outstanding (--window):\n", b_opt.window);
 	for (int m = 0; m < NMETHODS; m++)
 		if (b_has(m))
 			printf("  %-14s %s\n", b_mode->methods[m].name,
@@ -162,6 +164,19 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 		if (r->shim && r->why[m][0])
 			printf("%s: unavailable, skipped: %s\n",
 			       b_mode->methods[m].name, r->why[m]);
+	if (r->workers)
+		printf("HMEMLOOP_ASYNC: the hmemloop methods' message rates "
+		       "are timed by two workers, this program started again "
+		       "with HMEMLOOP_ASYNC=0 and =1, point by point between "
+		       "this process's methods; their latency is this "
+		       "process's (HMEMLOOP_ASYNC %s)\n",
+		       getenv("HMEMLOOP_ASYNC") ? getenv("HMEMLOOP_ASYNC") :
+		       "not set");
+	if (b_opt.mixed)
+		printf("--mixed: fi_write D2D from %d endpoints of the domain, "
+		       "a thread each with %d outstanding, each thread "
+		       "reading only its own CQ, under HMEMLOOP_ASYNC=0 and "
+		       "=1\n", B_MIX_THREADS, B_MIX_WINDOW);
 	printf("\n");
 }
 
@@ -234,7 +249,7 @@ static void bandwidth_table(const struct b_results *r, int d)
 	int cols[MAX_COLS], ncols = columns(cols);
 
 	printf("bandwidth, GB/s from the median | message rate, thousand "
-	       "operations/s with %d outstanding\n%9s", B_WINDOW, "size");
+	       "operations/s with %d outstanding\n%9s", b_opt.window, "size");
 	for (int i = 0; i < ncols; i++)
 		printf(" %8.8s", col_name(cols[i]));
 	printf(" |");
@@ -308,6 +323,138 @@ static void ratio_table(const struct b_results *r, int d)
 	}
 }
 
+/* Operations a second: 0 where not measured. */
+static double per_s(long ops, double secs)
+{
+	return ops > 0 && secs > 0 ? ops / secs : 0;
+}
+
+/* The ceiling's rate: the faster variant's. */
+static double ceil_rate(const struct b_results *r, int d, int s)
+{
+	double best = 0, v;
+
+	for (int m = M_CEIL_A; m <= M_CEIL_B; m++) {
+		const struct b_point *p = &r->p[d][m][s];
+
+		v = p->status == P_OK ? per_s(p->rate_ops, p->rate_secs) : 0;
+		best = v > best ? v : best;
+	}
+	return best;
+}
+
+static double stag_rate(const struct b_results *r, int d, int s)
+{
+	const struct b_point *p = &r->p[d][M_STAGING][s];
+
+	return b_has(M_STAGING) && p->status == P_OK ?
+	       per_s(p->rate_ops, p->rate_secs) : 0;
+}
+
+/* A rate in thousands, and its share of the ceiling's, "!" after where
+ * it is below staging's. */
+static void async_cells(double v, double ceil, double stag)
+{
+	char x[16], y[16];
+
+	if (!v) {
+		printf(" %8s %7s", "-", "");
+		return;
+	}
+	if (ceil)
+		snprintf(y, sizeof(y), "%.2f%s", v / ceil,
+			 stag && v < stag ? "!" : "");
+	else
+		snprintf(y, sizeof(y), "-");
+	printf(" %8s %7s", num(v / 1e3, x, sizeof(x)), y);
+}
+
+static void async_table(const struct b_results *r, int d)
+{
+	static const int hml[] = { M_WRITE, M_READ, M_SEND };
+	char sz[32], x[16], y[16];
+
+	printf("message rate by HMEMLOOP_ASYNC (the workers), thousand "
+	       "operations/s with %d outstanding; /ceil: share of the "
+	       "ceiling's rate, ! where below staging's\n%9s %8s %8s",
+	       b_opt.window, "", "", "");
+	for (int i = 0; i < 3; i++)
+		printf(" | %-33s", b_mode->methods[hml[i]].name);
+	printf("\n%9s %8s %8s", "size", "ceiling", b_has(M_STAGING) ?
+	       "staging" : "");
+	for (int i = 0; i < 3; i++)
+		printf(" | %8s %7s %8s %7s", "ASYNC=0", "/ceil", "ASYNC=1",
+		       "/ceil");
+	printf("\n");
+	for (int s = 0; s < r->nsizes; s++) {
+		double ceil = ceil_rate(r, d, s), stag = stag_rate(r, d, s);
+
+		printf("%9s %8s %8s", b_size_str(r->sizes[s], sz, sizeof(sz)),
+		       ceil ? num(ceil / 1e3, x, sizeof(x)) : "-",
+		       stag ? num(stag / 1e3, y, sizeof(y)) : "");
+		for (int i = 0; i < 3; i++) {
+			const struct b_point *p = &r->p[d][hml[i]][s];
+
+			printf(" |");
+			for (int k = 0; k < 2; k++)
+				async_cells(per_s(p->async_ops[k],
+						  p->async_secs[k]), ceil, stag);
+		}
+		printf("\n");
+	}
+}
+
+static void mixed_table(const struct b_results *r)
+{
+	char sz[32], x[16], y[16], z[16], cell[64];
+
+	printf("== --mixed: fi_write D2D, %d endpoints, a thread each with "
+	       "%d outstanding ==\nthousand operations/s, all threads "
+	       "[least, most of one thread]; /ceil: share of the ceiling's "
+	       "rate (%d outstanding), ! where below staging's\n%9s %8s",
+	       B_MIX_THREADS, B_MIX_WINDOW, b_opt.window, "size", "ceiling");
+	for (int k = 0; k < 2; k++)
+		printf(" | %-15s %14s %7s", k ? "HMEMLOOP_ASYNC=1" :
+		       "HMEMLOOP_ASYNC=0", "", "/ceil");
+	printf("\n");
+	for (int s = 0; s < r->nsizes; s++) {
+		double ceil = ceil_rate(r, 0, s), stag = stag_rate(r, 0, s);
+
+		printf("%9s %8s", b_size_str(r->sizes[s], sz, sizeof(sz)),
+		       ceil ? num(ceil / 1e3, x, sizeof(x)) : "-");
+		for (int k = 0; k < 2; k++) {
+			const struct b_mix *m = &r->mix[k][s];
+			double v = m->status == P_OK ? per_s(m->ops, m->secs) : 0;
+
+			if (v)
+				snprintf(cell, sizeof(cell), "%s [%s, %s]",
+					 num(v / 1e3, x, sizeof(x)),
+					 num(m->tmin / 1e3, y, sizeof(y)),
+					 num(m->tmax / 1e3, z, sizeof(z)));
+			else
+				snprintf(cell, sizeof(cell), "%s",
+					 m->status == P_SKIPPED ? "skipped" :
+					 m->status == P_FAILED ? "failed" : "n/a");
+			printf(" | %30s", cell);
+			if (v && ceil)
+				snprintf(cell, sizeof(cell), "%.2f%s", v / ceil,
+					 stag && v < stag ? "!" : "");
+			else
+				snprintf(cell, sizeof(cell), "-");
+			printf(" %7s", cell);
+		}
+		printf("\n");
+	}
+	for (int k = 0; k < 2; k++)
+		for (int s = 0; s < r->nsizes; s++)
+			if (r->mix[k][s].status != P_OK) {
+				printf("HMEMLOOP_ASYNC=%d: %s\n", k,
+				       r->mix[k][s].note);
+				break;
+			}
+	printf("\n");
+}
+
 void b_report_tables(const struct b_results *r)
 {
 	for (int d = 0; d < b_mode->ndirs; d++) {
@@ -320,8 +467,14 @@ void b_report_tables(const struct b_results *r)
 			printf("\n");
 			ratio_table(r, d);
 		}
+		if (r->workers) {
+			printf("\n");
+			async_table(r, d);
+		}
 		printf("\n");
 	}
+	if (b_opt.mixed)
+		mixed_table(r);
 }
 
 static const char *status_name(enum b_status s)
@@ -347,6 +500,42 @@ static void quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* rate_window, rate_ops, rate_ops_per_s, rate_Bps */
+static void csv_rate(FILE *f, int window, long ops, double secs, size_t len)
+{
+	if (per_s(ops, secs))
+		fprintf(f, "%d,%ld,%.6g,%.6g,", window, ops, per_s(ops, secs),
+			per_s(ops, secs) * len);
+	else
+		fprintf(f, ",,,,");
+}
+
+/* rate_{sync,async}_ops_per_s, _of_ceiling, _ge_staging */
+static void csv_async(FILE *f, const struct b_results *r, int d, int s,
+		      double v)
+{
+	double ceil = ceil_rate(r, d, s), stag = stag_rate(r, d, s);
+
+	if (!v) {
+		fprintf(f, ",,,");
+		return;
+	}
+	fprintf(f, "%.6g,", v);
+	if (ceil)
+		fprintf(f, "%.4f", v / ceil);
+	fputc(',', f);
+	if (stag)
+		fprintf(f, "%d", v >= stag);
+	fputc(',', f);
+}
+
+static void csv_end(FILE *f, const char *note)
+{
+	fprintf(f, "%s,", B_COMMIT);
+	quoted(f, note);
+	fputc('\n', f);
+}
+
 static void csv_row(FILE *f, const struct b_results *r, int d, int s,
 		    const char *name, const struct b_point *p, const char *of)
 {
@@ -360,15 +549,48 @@ static void csv_row(FILE *f, const struct b_results *r, int d, int s,
 			p->lat.min * 1e6, p->lat.max * 1e6, bw(p, len));
 	else
 		fprintf(f, ",,,,,,,");
-	if (p->status == P_OK && p->rate_ops)
-		fprintf(f, "%d,%ld,%.6g,%.6g,", B_WINDOW, p->rate_ops,
-			p->rate_ops / p->rate_secs,
-			p->rate_ops / p->rate_secs * len);
-	else
-		fprintf(f, ",,,,");
+	csv_rate(f, b_opt.window, p->status == P_OK ? p->rate_ops : 0,
+		 p->rate_secs, len);
 	fprintf(f, "%s,", of);
-	quoted(f, p->note);
-	fputc('\n', f);
+	for (int k = 0; k < 2; k++)
+		csv_async(f, r, d, s, p->status == P_OK ?
+			  per_s(p->async_ops[k], p->async_secs[k]) : 0);
+	fprintf(f, ",,,,,");
+	csv_end(f, p->note);
+}
+
+/* --mixed's row at size s: the plain rate columns are the environment's
+ * setting's, as for the other hmemloop methods. */
+static void csv_mix(FILE *f, const struct b_results *r, int s)
+{
+	const struct b_mix *x = r->mix[b_env_async()];
+	char note[2 * sizeof(x->note) + 40] = "";
+	enum b_status st = P_OK;
+
+	for (int k = 0; k < 2; k++) {
+		if (r->mix[k][s].status == P_OK)
+			continue;
+		st = st == P_OK ? r->mix[k][s].status : st;
+		snprintf(note + strlen(note), sizeof(note) - strlen(note),
+			 "%sHMEMLOOP_ASYNC=%d: %s", note[0] ? "; " : "", k,
+			 r->mix[k][s].note);
+	}
+	fprintf(f, "%s,mixed_fi_write,%s,%zu,%s,,,,,,,,", b_opt.prov,
+		b_mode->dirs[0].name, r->sizes[s], status_name(st));
+	csv_rate(f, B_MIX_WINDOW, x[s].ops, x[s].secs, r->sizes[s]);
+	fprintf(f, ",");
+	for (int k = 0; k < 2; k++)
+		csv_async(f, r, 0, s, per_s(r->mix[k][s].ops,
+					    r->mix[k][s].secs));
+	fprintf(f, "%d,", B_MIX_THREADS);
+	for (int k = 0; k < 2; k++) {
+		x = &r->mix[k][s];
+		if (x->status == P_OK)
+			fprintf(f, "%.6g,%.6g,", x->tmin, x->tmax);
+		else
+			fprintf(f, ",,");
+	}
+	csv_end(f, note);
 }
 
 int b_report_csv(const struct b_results *r, const char *path)
@@ -381,7 +603,13 @@ int b_report_csv(const struct b_results *r, const char *path)
 	}
 	fprintf(f, "provider,method,direction,size,status,lat_ops,lat_capped,"
 		"lat_median_us,lat_p99_us,lat_min_us,lat_max_us,bw_Bps,"
-		"rate_window,rate_ops,rate_ops_per_s,rate_Bps,ceiling_of,note\n");
+		"rate_window,rate_ops,rate_ops_per_s,rate_Bps,ceiling_of,"
+		"rate_sync_ops_per_s,rate_sync_of_ceiling,rate_sync_ge_staging,"
+		"rate_async_ops_per_s,rate_async_of_ceiling,"
+		"rate_async_ge_staging,mix_threads,"
+		"mix_sync_thread_min_ops_per_s,mix_sync_thread_max_ops_per_s,"
+		"mix_async_thread_min_ops_per_s,mix_async_thread_max_ops_per_s,"
+		"commit,note\n");
 	for (int d = 0; d < b_mode->ndirs; d++) {
 		for (int s = 0; s < r->nsizes; s++) {
 			int pick = ceil_pick(r, d, s);
@@ -396,6 +624,8 @@ int b_report_csv(const struct b_results *r, const char *path)
 						&r->p[d][m][s], "");
 		}
 	}
+	for (int s = 0; b_opt.mixed && s < r->nsizes; s++)
+		csv_mix(f, r, s);
 	if (fclose(f)) {
 		perror(path);
 		return -1;

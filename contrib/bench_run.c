@@ -23,9 +23,8 @@
 
 /* Fewest latency operations a point gets, whatever --max-time says. */
 #define MIN_OPS 5
-/* The probe's buffers, and the in-process check's largest size. */
+/* The probe's buffers. */
 #define PROBE_LEN (64 << 10)
-#define CHECK_LEN (1 << 20)
 #define PROBE_TIMEOUT_S 120
 /* What --cross answers where there is no second device. */
 #define EXIT_SKIP 77
@@ -219,7 +218,8 @@ static void mark(struct b_results *r, int d, int m, int from,
 
 static void check_methods(struct b_ctx *c, struct b_results *r)
 {
-	size_t len = b_opt.max_size < CHECK_LEN ? b_opt.max_size : CHECK_LEN;
+	size_t len = b_opt.max_size < B_CHECK_LEN ? b_opt.max_size :
+		     B_CHECK_LEN;
 	char note[320];
 
 	for (int m = 0; m < NMETHODS; m++) {
@@ -266,32 +266,33 @@ static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 	return (int) i;
 }
 
-/* The rate is skipped where one window would not fit in --max-time. */
-static int rate_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
-		    struct b_point *p)
+/* The rate is skipped where one window would not fit in --max-time; the
+ * workers measure the hmemloop methods'. */
+static int rate_ops(struct b_ctx *c, struct b_results *r, int m, int d,
+		    int s)
 {
-	const struct b_method *mt = &b_mode->methods[m];
-	long n = (b_opt.iters + B_WINDOW - 1) / B_WINDOW * B_WINDOW;
-	double t0;
+	struct b_point *p = &r->p[d][m][s];
 
-	if (p->lat.median * B_WINDOW > b_opt.max_time) {
-		snprintf(p->note, sizeof(p->note), "rate skipped: 64 "
-			 "operations take longer than --max-time");
+	if (p->lat.median * b_opt.window > b_opt.max_time) {
+		snprintf(p->note, sizeof(p->note), "rate skipped: %d "
+			 "operations take longer than --max-time",
+			 b_opt.window);
 		return 0;
 	}
-	if (n < 2 * B_WINDOW)
-		n = 2 * B_WINDOW;
-	if (mt->rate(c, d, len, B_WINDOW, 0) < 0)	/* warm-up */
-		return -1;
-	t0 = b_now();
-	p->rate_ops = mt->rate(c, d, len, n, t0 + b_opt.max_time);
-	p->rate_secs = b_now() - t0;
-	return p->rate_ops < 0 ? -1 : 0;
+	if (r->workers && b_mode->methods[m].hmemloop) {
+		b_workers_rate(r, d, m, s);
+		return 0;
+	}
+	return b_rate(c, m, &b_mode->dirs[d], r->sizes[s], &p->rate_ops,
+		      &p->rate_secs);
 }
 
-static int measure(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
-		   struct b_point *p, double *v)
+static int measure(struct b_ctx *c, struct b_results *r, int m, int d, int s,
+		   double *v)
 {
+	const struct b_dir *dir = &b_mode->dirs[d];
+	struct b_point *p = &r->p[d][m][s];
+	size_t len = r->sizes[s];
 	long warm = b_opt.iters / 10;
 	int n;
 
@@ -299,14 +300,14 @@ static int measure(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 		warm = 2;
 	if (warm > 100)
 		warm = 100;
-	if (lat_ops(c, m, d, len, v, warm, b_opt.max_time / 4) < 0)
+	if (lat_ops(c, m, dir, len, v, warm, b_opt.max_time / 4) < 0)
 		return -1;
-	n = lat_ops(c, m, d, len, v, b_opt.iters, b_opt.max_time);
+	n = lat_ops(c, m, dir, len, v, b_opt.iters, b_opt.max_time);
 	if (n < 0)
 		return -1;
 	b_stats(v, n, &p->lat);
 	p->capped = n < b_opt.iters;
-	if (rate_ops(c, m, d, len, p) || b_ctx_home(c))
+	if (rate_ops(c, r, m, d, s) || b_ctx_home(c))
 		return -1;
 	p->status = P_OK;
 	return 0;
@@ -346,7 +347,7 @@ static void measure_all(struct b_ctx *c, struct b_results *r)
 				if (!b_has(m) || p->status != P_NONE ||
 				    b_left_out(r, m))
 					continue;
-				if (!measure(c, m, dir, r->sizes[s], p, v))
+				if (!measure(c, r, m, d, s, v))
 					continue;
 				snprintf(note, sizeof(note), "failed at %s: %s",
 					 sz, b_errmsg);
@@ -390,9 +391,13 @@ int b_device_main(void)
 		skip_run();
 	if (b_ctx_open(&c, b_opt.max_size, why, sizeof(why)))
 		b_die("%s", why);
+	b_workers_start(&r);
 	b_report_header(&c, &r);
 	check_methods(&c, &r);
 	measure_all(&c, &r);
+	if (b_opt.mixed)
+		b_workers_mixed(&r);
+	b_workers_stop();
 	b_report_tables(&r);
 	if (b_opt.csv && b_report_csv(&r, b_opt.csv))
 		return 1;

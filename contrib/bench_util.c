@@ -18,6 +18,8 @@ struct b_opts b_opt = {
 	.max_time = 1.0,
 	.runs = 5,
 	.msg_size = 64,
+	.window = B_WINDOW,
+	.worker = -1,
 };
 
 void b_die(const char *fmt, ...)
