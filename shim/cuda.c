@@ -190,7 +190,7 @@ struct hml_stream {
 	uint64_t posted;		/* atomic: copies queued, by number */
 	uint64_t done;			/* atomic: those known to have landed */
 	CUevent ev[MARKS];		/* made by the thread, as needed */
-	uint64_t mark[MARKS];		/* atomic: the copy ev follows; 0: none */
+	uint64_t mark[MARKS];		/* atomic: the copy ev follows, or 0 */
 };
 
 struct streams {
@@ -526,6 +526,13 @@ int hml_copy_post(struct hml_copy *c, struct hml_ticket *t)
 	return 0;
 }
 
+/* Is the ticket's copy known to have landed (or was there none)? */
+static bool over(const struct hml_ticket *t)
+{
+	return !t->s ||
+	       __atomic_load_n(&t->s->done, __ATOMIC_ACQUIRE) >= t->seq;
+}
+
 /* The first mark at or after copy seq, or -1. */
 static int mark_after(struct hml_stream *s, uint64_t seq, uint64_t *at)
 {
@@ -553,7 +560,7 @@ int hml_ticket_poll(struct hml_ticket *t)
 	CUresult r;
 	int i;
 
-	if (!s || __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) >= t->seq)
+	if (over(t))
 		return 1;
 	upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
 	if (!live(s))
@@ -570,9 +577,7 @@ int hml_ticket_poll(struct hml_ticket *t)
 
 int hml_ticket_wait(struct hml_ticket *t)
 {
-	if (!t->s || __atomic_load_n(&t->s->done, __ATOMIC_ACQUIRE) >= t->seq)
-		return 0;
-	return drain(t->s);
+	return over(t) ? 0 : drain(t->s);
 }
 
 void hml_ticket_put(struct hml_ticket *t)

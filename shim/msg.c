@@ -45,22 +45,22 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 }
 
 /*
- * Copy the message into a receive the sender holds, for op; a
- * multi-receive buffer with room left goes back. A staged copy is freed
- * after, so its copy is over first; a multi-receive buffer's release
- * comes after every message it took, so the sender's operations in
- * flight complete first.
+ * Copy the message, from its staged copy u if it has one, into a receive
+ * the sender holds, for op; a multi-receive buffer with room left goes
+ * back. A staged copy is freed after, so its copy is over first; a
+ * multi-receive buffer's release comes after every message it took, so
+ * the sender's operations in flight complete first.
  */
 static int deliver(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t,
-		   const struct hml_side *src, const struct hml_msgin *in,
-		   struct hml_op *op, bool staged)
+		   const struct hml_side *src, const struct hml_unexp *u,
+		   const struct hml_msgin *in, struct hml_op *op)
 {
 	int err;
 
-	op->wait = staged || (r->flags & FI_MULTI_RECV);
+	op->wait = u || (r->flags & FI_MULTI_RECV);
 	if (r->flags & FI_MULTI_RECV)
 		hml_inflight_wait(op->e);
-	err = hml_rx_deliver(t, r, src, in, op);
+	err = hml_rx_deliver(t, r, u ? &u->side : src, in, op);
 
 	if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r))
 		hml_rx_repost(q, r);
@@ -265,7 +265,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 			/* Never the provider's: nothing to take back. */
 			hml_rx_unlink(q, r);
 			pthread_mutex_unlock(&q->lock);
-			err = deliver(q, r, t, u ? &u->side : src, &in, &op, u != NULL);
+			err = deliver(q, r, t, src, u, &in, &op);
 			goto done;
 		}
 		if (!u && hml_xfer_host(&x, t->base->domain, r->iov, r->desc,
@@ -281,7 +281,7 @@ static enum hml_verdict local_send(struct hml_ep *e, struct hml_ep *t,
 		switch (busy ? HML_BUSY : hml_rx_reclaim(q, r, t)) {
 		case HML_WON:
 			HML_STAT(taken_back);
-			err = deliver(q, r, t, u ? &u->side : src, &in, &op, u != NULL);
+			err = deliver(q, r, t, src, u, &in, &op);
 			goto done;
 		case HML_LOST:
 			free(r);

@@ -127,8 +127,8 @@ bool hml_rx_multi_left(const struct hml_rx *r)
  * the message was sent to: now, or with the sender's op, whose copy it
  * then is. A message longer than the receive is cut, and the receive says
  * so (FI_ETRUNC). A multi-receive buffer takes it at its first free byte
- * and is released (FI_MULTI_RECV) once what is left is below the minimum. Returns the copy's error, which
- * the sender shares.
+ * and is released (FI_MULTI_RECV) once what is left is below the minimum.
+ * Returns the copy's error, which the sender shares.
  */
 int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		   const struct hml_side *src, const struct hml_msgin *in,
@@ -136,6 +136,7 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 {
 	struct hml_ep *b = t->base;
 	bool multi = r->flags & FI_MULTI_RECV;
+	bool asked = (r->flags & FI_COMPLETION) && !r->silent;
 	struct hml_cqe c = {
 		.op_context = r->context,
 		.flags = (r->tagged ? FI_TAGGED : FI_MSG) | FI_RECV |
@@ -176,9 +177,9 @@ int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
 		op->t = t;
 		op->recv = true;
 		op->rx = c;
-		op->asked = (r->flags & FI_COMPLETION) && !r->silent;
+		op->asked = asked;
 	} else {
-		hml_complete_rx(t, &c, (r->flags & FI_COMPLETION) && !r->silent);
+		hml_complete_rx(t, &c, asked);
 	}
 	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
 	return err;
