@@ -40,7 +40,8 @@ tests_libtables_la_LIBADD = $(LDADD)
 
 EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/enable-tables \
 	tests/config tests/closeorder-clean tests/exact-host tests/check \
-	tests/settings tests/man tests/bounds-host tests/layering tests/stats
+	tests/settings tests/man tests/bounds-host tests/layering tests/stats \
+	tests/shm-clean
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
 		$(lib_LTLIBRARIES)
