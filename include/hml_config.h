@@ -32,6 +32,10 @@
 	  "`1`: a same-process operation returns once its copy is queued, " \
 	  "and completes when a CQ or counter read finds it landed; `0`: " \
 	  "each operation waits for its copy before it returns")		\
+	X(batch, "HMEMLOOP_BATCH", BOOL, "1", "0 1",			\
+	  "`1`: with `HMEMLOOP_ASYNC=1` and a driver of CUDA 13 or later, " \
+	  "copies queued together go to the driver in one "		\
+	  "`cuMemcpyBatchAsync`; `0`: one `cuMemcpyAsync` each")	\
 	X(hmem, "HMEMLOOP_HMEM", ENUM, "auto", "off auto on",		\
 	  "ask the provider for `FI_HMEM` on the application's behalf, for " \
 	  "device memory between processes (see Between processes): " \

@@ -19,6 +19,8 @@ struct hml_cuda_sym {
 #define HML_CUDA_SYM(table, name, field) { name, offsetof(__typeof__(table), field) }
 const char *hml_cuda_procs(void *lib, void *table,
 			   const struct hml_cuda_sym *syms, size_t n);
+/* One call at the API version given, or NULL. */
+void *hml_cuda_proc(void *lib, const char *name, int version);
 
 /* cuda.c: the driver's calls the data path makes */
 enum hml_memtype {
@@ -48,6 +50,7 @@ struct hml_stream;
 
 struct hml_copy {
 	bool pushed;			/* begin made a context current */
+	bool batch;			/* pieces may wait in the stream's batch */
 	struct hml_stream *s;
 	int err;
 };
@@ -66,7 +69,9 @@ struct hml_ticket {
 int hml_cuda_alloc(const struct hml_mem *where, size_t n, void **ptr);
 void hml_cuda_free(const struct hml_mem *where, void *ptr);
 
-int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where);
+/* later: the copy is posted, and completes when a read finds it landed. */
+int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
+		   bool later);
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n);
 int hml_copy_end(struct hml_copy *c);
 /* End without waiting; on an error, wait as end does and leave t empty. */

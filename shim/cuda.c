@@ -38,6 +38,11 @@ static struct {
 	CUresult (*event_destroy)(CUevent event);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
+	/* optional: NULL before the 13.0 API */
+	CUresult (*memcpy_batch)(CUdeviceptr *dsts, CUdeviceptr *srcs,
+				 size_t *sizes, size_t count,
+				 CUmemcpyAttributes *attrs, size_t *attr_idxs,
+				 size_t nattrs, CUstream stream);
 	CUresult (*mem_alloc)(CUdeviceptr *ptr, size_t n);
 	CUresult (*mem_free)(CUdeviceptr ptr);
 } cu;
@@ -70,6 +75,7 @@ static const struct hml_cuda_sym symbols[] = {
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool usable;
+static bool batching;		/* cu.memcpy_batch found, and not refused */
 
 static void load(void)
 {
@@ -106,7 +112,11 @@ static void load(void)
 		return;
 	}
 	usable = true;
-	hml_info("%s loaded", path);
+	if (hml_config.batch)
+		cu.memcpy_batch = hml_cuda_proc(lib, "cuMemcpyBatchAsync",
+						13000);
+	batching = cu.memcpy_batch;
+	hml_info("%s loaded%s", path, batching ? ", copies batched" : "");
 }
 
 static pthread_mutex_t failed_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,6 +183,14 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
  * more before the stream runs dry. Without a mark, the stream itself is
  * asked, which answers only when all its copies are over.
  *
+ * Where the driver has cuMemcpyBatchAsync (API 13.0), the copies of
+ * operations completed later wait in their stream's batch, and go to the
+ * driver together: when the batch is full, when a copy would touch what
+ * one in it writes (the driver runs a batch's copies in any order), and
+ * when anyone asks whether a copy in it has landed or waits for it. A
+ * batch the driver refuses goes copy by copy, and a copy that fails then
+ * is kept, by number, as its own operation's error.
+ *
  * A stream is known by its context's ID, not its handle: a reset of the
  * device destroys the primary context's streams but keeps its handle, and
  * the driver crashes on a stream it destroyed (an H200, driver 580). The
@@ -181,6 +199,13 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 #define STREAMS 8
 #define MARKS 8
 #define MARK_EVERY 16
+#define BATCH 16
+
+struct hml_fail {
+	struct hml_fail *next;
+	uint64_t seq;
+	int err;
+};
 
 struct hml_stream {
 	CUstream stream;
@@ -191,6 +216,17 @@ struct hml_stream {
 	uint64_t done;			/* atomic: those known to have landed */
 	CUevent ev[MARKS];		/* made by the thread, as needed */
 	uint64_t mark[MARKS];		/* atomic: the copy ev follows, or 0 */
+	pthread_mutex_t lock;		/* the batch, the marks, the failures */
+	uint64_t sent;			/* atomic: copies wholly queued */
+	int nb;				/* atomic: copies in the batch */
+	CUdeviceptr dst[BATCH], src[BATCH];
+	size_t len[BATCH];
+	uint64_t seq[BATCH];		/* whose pieces they are */
+	struct hml_fail *fails;		/* copies failed, until asked */
+	int nfails;			/* atomic */
+	uint64_t lost;			/* atomic: copies to this one failed
+					 * where no memory was left to tell
+					 * which */
 };
 
 struct streams {
@@ -212,8 +248,15 @@ static bool live(const struct hml_stream *s)
 
 static void stream_put(struct hml_stream *s)
 {
+	struct hml_fail *f;
+
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL))
 		return;
+	while ((f = s->fails)) {
+		s->fails = f->next;
+		free(f);
+	}
+	pthread_mutex_destroy(&s->lock);
 	/* Work still queued finishes; the driver frees the stream then. */
 	if (live(s)) {
 		for (int i = 0; i < MARKS; i++)
@@ -268,6 +311,7 @@ static CUresult stream_for(CUcontext ctx, unsigned long long id,
 	}
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(streams_key, t);
+	pthread_mutex_init(&s->lock, NULL);
 	s->ctx = ctx;
 	s->id = id;
 	s->refs = 1;
@@ -424,7 +468,8 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr)
 	leave(pushed);
 }
 
-int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
+int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
+		   bool later)
 {
 	unsigned long long id;
 	CUcontext ctx;
@@ -432,6 +477,7 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 
 	/* No stream: nothing for end to wait for. */
 	c->s = NULL;
+	c->batch = later && __atomic_load_n(&batching, __ATOMIC_RELAXED);
 	c->err = enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
@@ -443,14 +489,188 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where)
 	return 0;
 }
 
+/* *v becomes at least to. */
+static void raise_to(uint64_t *v, uint64_t to)
+{
+	uint64_t old = __atomic_load_n(v, __ATOMIC_ACQUIRE);
+
+	while (old < to &&
+	       !__atomic_compare_exchange_n(v, &old, to, true,
+					    __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+}
+
+/* A mark after copy seq, in a slot whose last mark has landed; none where
+ * the driver will not (the stream is asked instead). s is locked. */
+static void mark(struct hml_stream *s, uint64_t seq)
+{
+	int i = seq / MARK_EVERY % MARKS;
+	uint64_t old = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
+
+	if (old >= seq || old > __atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
+		return;
+	if (!s->ev[i] && cu.event_create(&s->ev[i], CU_EVENT_DISABLE_TIMING))
+		return;
+	/* A reader that asks the event for the old mark meanwhile learns at
+	 * worst that the new one has landed, and so has the old. */
+	if (!cu.event_record(s->ev[i], s->stream))
+		__atomic_store_n(&s->mark[i], seq, __ATOMIC_RELEASE);
+}
+
+/* Copy seq failed with err; s is locked. */
+static void fail(struct hml_stream *s, uint64_t seq, int err)
+{
+	struct hml_fail *f;
+
+	for (f = s->fails; f; f = f->next)
+		if (f->seq == seq)
+			return;
+	f = malloc(sizeof(*f));
+	if (!f) {
+		raise_to(&s->lost, seq);
+		return;
+	}
+	*f = (struct hml_fail) { s->fails, seq, err };
+	s->fails = f;
+	__atomic_add_fetch(&s->nfails, 1, __ATOMIC_RELEASE);
+}
+
+/* The error of copy seq, once it is over: told once. */
+static int failure(struct hml_stream *s, uint64_t seq)
+{
+	struct hml_fail **f, *x;
+	int err = 0;
+
+	if (!__atomic_load_n(&s->nfails, __ATOMIC_ACQUIRE) &&
+	    seq > __atomic_load_n(&s->lost, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	for (f = &s->fails; *f; f = &(*f)->next)
+		if ((*f)->seq == seq) {
+			x = *f;
+			*f = x->next;
+			err = x->err;
+			free(x);
+			__atomic_sub_fetch(&s->nfails, 1, __ATOMIC_RELEASE);
+			break;
+		}
+	if (!err && seq <= __atomic_load_n(&s->lost, __ATOMIC_ACQUIRE))
+		err = -FI_EIO;
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* The driver refused s's batch: each copy goes alone, so that a failure
+ * is its own operation's. Where none fails, the batch was refused for
+ * itself: batches stop. */
+static void refused(struct hml_stream *s, CUresult r)
+{
+	const char *name = "?";
+	bool all = true;
+
+	for (int i = 0; i < s->nb; i++) {
+		CUresult r1 = cu.memcpy_async(s->dst[i], s->src[i], s->len[i],
+					      s->stream);
+
+		if (r1)
+			fail(s, s->seq[i], failed("cuMemcpyAsync", r1));
+		all = all && !r1;
+	}
+	if (!all)
+		return;
+	cu.error_name(r, &name);
+	hml_warn("cuMemcpyBatchAsync: %s, its copies alone succeeded: copies "
+		 "go one by one", name);
+	__atomic_store_n(&batching, false, __ATOMIC_RELAXED);
+}
+
+/* Hand s's batch to the driver, in its context (the caller may be another
+ * thread, in another context); s is locked. */
+static void send_locked(struct hml_stream *s)
+{
+	CUmemcpyAttributes attr = {
+		.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+	};
+	uint64_t upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+	size_t first = 0;
+	bool pushed = false;
+	CUresult r;
+
+	if (!s->nb)
+		goto out;
+	r = make_current(s->ctx, &pushed);
+	if (!r)
+		r = cu.memcpy_batch(s->dst, s->src, s->len, s->nb, &attr,
+				    &first, 1, s->stream);
+	if (r)
+		refused(s, r);
+	if (upto)
+		mark(s, upto);
+	leave(pushed);
+	__atomic_store_n(&s->nb, 0, __ATOMIC_RELEASE);
+out:
+	raise_to(&s->sent, upto);
+}
+
+static void send(struct hml_stream *s)
+{
+	pthread_mutex_lock(&s->lock);
+	send_locked(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static bool overlap(CUdeviceptr a, size_t an, CUdeviceptr b, size_t bn)
+{
+	return a < b + bn && b < a + an;
+}
+
+/* Would a copy of n bytes from src to dst depend on one in s's batch? */
+static bool clash(const struct hml_stream *s, CUdeviceptr dst,
+		  CUdeviceptr src, size_t n)
+{
+	for (int i = 0; i < s->nb; i++)
+		if (overlap(dst, n, s->dst[i], s->len[i]) ||
+		    overlap(dst, n, s->src[i], s->len[i]) ||
+		    overlap(src, n, s->dst[i], s->len[i]))
+			return true;
+	return false;
+}
+
+/* Only this thread posts on s: its next copy is posted + 1. */
+static void add(struct hml_stream *s, CUdeviceptr dst, CUdeviceptr src,
+		size_t n)
+{
+	int i;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->nb == BATCH || clash(s, dst, src, n))
+		send_locked(s);
+	i = s->nb;
+	s->dst[i] = dst;
+	s->src[i] = src;
+	s->len[i] = n;
+	s->seq[i] = __atomic_load_n(&s->posted, __ATOMIC_RELAXED) + 1;
+	__atomic_store_n(&s->nb, i + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->lock);
+}
+
 void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 {
+	CUdeviceptr d = (CUdeviceptr) (uintptr_t) dst;
+	CUdeviceptr s = (CUdeviceptr) (uintptr_t) src;
 	CUresult r;
 
 	if (c->err)
 		return;
-	r = cu.memcpy_async((CUdeviceptr) (uintptr_t) dst,
-			    (CUdeviceptr) (uintptr_t) src, n, c->s->stream);
+	if (c->batch) {
+		add(c->s, d, s, n);
+		return;
+	}
+	/* After the batch: the stream's order is the copies' order. */
+	if (__atomic_load_n(&c->s->nb, __ATOMIC_ACQUIRE))
+		send(c->s);
+	r = cu.memcpy_async(d, s, n, c->s->stream);
 	if (r)
 		c->err = failed("cuMemcpyAsync", r);
 }
@@ -458,13 +678,7 @@ void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 /* Everything queued on s up to number upto has landed. */
 static void landed(struct hml_stream *s, uint64_t upto)
 {
-	uint64_t done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
-
-	while (done < upto &&
-	       !__atomic_compare_exchange_n(&s->done, &done, upto, true,
-					    __ATOMIC_ACQ_REL,
-					    __ATOMIC_ACQUIRE))
-		;
+	raise_to(&s->done, upto);
 }
 
 /* Wait for everything queued on s. */
@@ -475,6 +689,8 @@ static int drain(struct hml_stream *s)
 
 	if (!live(s))
 		return failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	if (__atomic_load_n(&s->nb, __ATOMIC_ACQUIRE))
+		send(s);
 	r = cu.stream_sync(s->stream);
 	if (r)
 		return failed("cuStreamSynchronize", r);
@@ -495,33 +711,25 @@ int hml_copy_end(struct hml_copy *c)
 	return c->err;
 }
 
-/* A mark after copy seq, in a slot whose last mark has landed; none where
- * the driver will not (the stream is asked instead). */
-static void mark(struct hml_stream *s, uint64_t seq)
-{
-	int i = seq / MARK_EVERY % MARKS;
-	uint64_t old = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
-
-	if (old > __atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
-		return;
-	if (!s->ev[i] && cu.event_create(&s->ev[i], CU_EVENT_DISABLE_TIMING))
-		return;
-	/* A reader that asks the event for the old mark meanwhile learns at
-	 * worst that the new one has landed, and so has the old. */
-	if (!cu.event_record(s->ev[i], s->stream))
-		__atomic_store_n(&s->mark[i], seq, __ATOMIC_RELEASE);
-}
-
 int hml_copy_post(struct hml_copy *c, struct hml_ticket *t)
 {
+	struct hml_stream *s = c->s;
+
 	t->s = NULL;
-	if (c->err || !c->s)
+	if (c->err || !s)
 		return hml_copy_end(c);
-	t->s = c->s;
-	t->seq = __atomic_add_fetch(&c->s->posted, 1, __ATOMIC_ACQ_REL);
-	if (t->seq % MARK_EVERY == 0)
-		mark(c->s, t->seq);
-	__atomic_add_fetch(&c->s->refs, 1, __ATOMIC_RELAXED);
+	t->s = s;
+	t->seq = __atomic_add_fetch(&s->posted, 1, __ATOMIC_ACQ_REL);
+	/* Batched copies are marked as they are sent. */
+	if (!c->batch) {
+		raise_to(&s->sent, t->seq);
+		if (t->seq % MARK_EVERY == 0) {
+			pthread_mutex_lock(&s->lock);
+			mark(s, t->seq);
+			pthread_mutex_unlock(&s->lock);
+		}
+	}
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 	leave(c->pushed);
 	return 0;
 }
@@ -558,13 +766,15 @@ int hml_ticket_poll(struct hml_ticket *t)
 	struct hml_stream *s = t->s;
 	uint64_t upto;
 	CUresult r;
-	int i;
+	int i, err;
 
 	if (over(t))
-		return 1;
-	upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+		goto over;
 	if (!live(s))
 		return failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	if (__atomic_load_n(&s->sent, __ATOMIC_ACQUIRE) < t->seq)
+		send(s);
+	upto = __atomic_load_n(&s->sent, __ATOMIC_ACQUIRE);
 	i = mark_after(s, t->seq, &upto);
 	r = i < 0 ? cu.stream_query(s->stream) : cu.event_query(s->ev[i]);
 	if (r == CUDA_ERROR_NOT_READY)
@@ -572,12 +782,16 @@ int hml_ticket_poll(struct hml_ticket *t)
 	if (r)
 		return failed(i < 0 ? "cuStreamQuery" : "cuEventQuery", r);
 	landed(s, upto);
-	return 1;
+over:
+	err = s ? failure(s, t->seq) : 0;
+	return err ? err : 1;
 }
 
 int hml_ticket_wait(struct hml_ticket *t)
 {
-	return over(t) ? 0 : drain(t->s);
+	int err = over(t) ? 0 : drain(t->s);
+
+	return err || !t->s ? err : failure(t->s, t->seq);
 }
 
 void hml_ticket_put(struct hml_ticket *t)

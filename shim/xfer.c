@@ -201,7 +201,7 @@ int hml_move(const struct hml_side *dst, const struct hml_side *src,
 	bool waited = !op;
 	int err;
 
-	if (dev && hml_copy_begin(&copy, dev))
+	if (dev && hml_copy_begin(&copy, dev, op && hml_op_deferred(op)))
 		return hml_copy_end(&copy);
 	if (dev && op)
 		hml_inflight_order(op->e, &copy);

@@ -346,6 +346,12 @@ static const struct t_case cases[] = {
 	T_FRESH("no-sync-off", child_no_sync, T_NEED_DOUBLE | T_NEED_SHIM,
 		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_ASYNC=0"),
 	T_FRESH("no-sync", child_no_sync, T_NEED_DOUBLE, "CUDA_DOUBLE_TRACE=1"),
+	T_FRESH("batch", child_batch, T_NEED_DOUBLE | T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1"),
+	T_FRESH("batch-off", child_batch, T_NEED_DOUBLE | T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_BATCH=0"),
+	T_FRESH("batch-old-driver", child_batch, T_NEED_DOUBLE | T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1", "CUDA_DOUBLE_VERSION=12080"),
 };
 
 int main(int argc, char **argv)

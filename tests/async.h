@@ -92,5 +92,6 @@ void case_close_ep(void);
 void case_close_mr(void);
 void child_fault(void);
 void child_no_sync(void);
+void child_batch(void);
 
 #endif

@@ -267,10 +267,9 @@ void child_fault(void)
 
 /* ---- 11. posting does not wait (a process of its own) -------------------- */
 
-/* The calls of the double's trace (CUDA_DOUBLE_TRACE) in log that wait
- * for the device: cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize
- * and their per-thread forms. */
-static int waits_in(FILE *log)
+/* The calls of the double's trace (CUDA_DOUBLE_TRACE) in log whose name
+ * holds call. */
+static int calls_in(FILE *log, const char *call)
 {
 	char line[256];
 	int n = 0;
@@ -278,8 +277,43 @@ static int waits_in(FILE *log)
 	rewind(log);
 	while (fgets(line, sizeof(line), log))
 		n += !strncmp(line, "cuda-double: cu", 15) &&
-		     strstr(line, "Synchronize");
+		     strstr(line, call);
 	return n;
+}
+
+/* Catch what this process writes on stderr (the double's trace) in a
+ * file, until caught(saved). */
+static FILE *catch(int *saved)
+{
+	FILE *log = tmpfile();
+
+	t_assert(log, "tmpfile");
+	fflush(stderr);
+	*saved = dup(STDERR_FILENO);
+	t_assert(*saved >= 0 && dup2(fileno(log), STDERR_FILENO) >= 0,
+		 "dup2");
+	return log;
+}
+
+static void caught(int saved)
+{
+	t_assert(dup2(saved, STDERR_FILENO) >= 0, "dup2");
+	close(saved);
+}
+
+/* N writes of DA's slots (seed *s) to DB's posted with stderr caught, to
+ * be given back with caught(*saved); NULL where the fixture is not. */
+static FILE *post_caught(const char *what, unsigned *s, int *saved)
+{
+	FILE *log;
+
+	if (!fx_open(NULL, what))
+		return NULL;
+	*s = fill(DA);
+	zero(DB);
+	log = catch(saved);
+	post_all(&a, WRITE, DA, DB, ctx);
+	return log;
 }
 
 /* N writes posted with the double's trace on stderr, caught: no call may
@@ -290,22 +324,16 @@ void child_no_sync(void)
 	const char *what = "posting fi_write device to device";
 	const char *async = getenv("HMEMLOOP_ASYNC");
 	bool sync = async && !strcmp(async, "0");
-	FILE *log = tmpfile();
+	FILE *log;
 	int saved, waits;
 	unsigned s;
 
-	t_assert(log, "tmpfile");
-	if (!fx_open(NULL, what))
+	if (!(log = post_caught(what, &s, &saved)))
 		return;
-	s = fill(DA);
-	zero(DB);
-	fflush(stderr);
-	saved = dup(STDERR_FILENO);
-	t_assert(saved >= 0 && dup2(fileno(log), STDERR_FILENO) >= 0, "dup2");
-	post_all(&a, WRITE, DA, DB, ctx);
-	t_assert(dup2(saved, STDERR_FILENO) >= 0, "dup2");
-	close(saved);
-	waits = waits_in(log);
+	caught(saved);
+	/* cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize and
+	 * their per-thread forms */
+	waits = calls_in(log, "Synchronize");
 	fclose(log);
 	if (sync)
 		t_assert(waits, "%s, HMEMLOOP_ASYNC=0: no call waited for the "
@@ -317,5 +345,48 @@ void child_no_sync(void)
 	reap(&a, ctx, DB, s, what);
 	t_ok("%s: %d calls waited for the device while %d were posted%s",
 	     what, waits, N, sync ? " (HMEMLOOP_ASYNC=0)" : "");
+	fx_close();
+}
+
+/* ---- 12. copies go to the driver together (a process of its own) -------- */
+
+/*
+ * N writes posted, then their entries read, with the double's trace
+ * caught: the copies went to the driver in batches of more than one
+ * (cuMemcpyBatchAsync), unless HMEMLOOP_BATCH=0 or the driver is older
+ * than the 13.0 API (CUDA_DOUBLE_VERSION), where each went alone
+ * (cuMemcpyAsync). The bytes are right either way.
+ */
+void child_batch(void)
+{
+	const char *what = "fi_write device to device, copies to the driver";
+	const char *off = getenv("HMEMLOOP_BATCH");
+	const char *version = getenv("CUDA_DOUBLE_VERSION");
+	bool alone = (off && !strcmp(off, "0")) ||
+		     (version && atoi(version) < 13000);
+	int saved, batches, singles;
+	FILE *log;
+	unsigned s;
+
+	if (!(log = post_caught(what, &s, &saved)))
+		return;
+	reap(&a, ctx, -1, 0, what);
+	caught(saved);
+	batches = calls_in(log, "cuMemcpyBatchAsync");
+	singles = calls_in(log, "cuMemcpyAsync");
+	fclose(log);
+	for (int i = 0; i < N; i++)
+		check_slot(DB, i, LEN, s + i, what);
+	if (alone)
+		t_assert(!batches && singles == N, "%s: %d batches and %d "
+			 "single copies for %d writes, expected %d single",
+			 what, batches, singles, N, N);
+	else
+		t_assert(batches && batches < N && !singles, "%s: %d batches "
+			 "and %d single copies for %d writes, expected fewer "
+			 "batches than writes and no single copy", what,
+			 batches, singles, N);
+	t_ok("%s: %d batches and %d single copies for %d writes", what,
+	     batches, singles, N);
 	fx_close();
 }

@@ -92,6 +92,13 @@ static uint64_t env_count(const char *name, uint64_t def, bool *plus)
 	return v;
 }
 
+/* The driver API version told and honoured: CUDA_DOUBLE_VERSION plays an
+ * older driver (12080 lacks cuMemcpyBatchAsync's 13.0 form). */
+int driver_version(void)
+{
+	return env_count("CUDA_DOUBLE_VERSION", DRIVER_VERSION, NULL);
+}
+
 /* The Nth event of a kind fails, or the Nth and every later one with "N+". */
 static bool nth(uint64_t *count, uint64_t n, bool on)
 {
@@ -214,7 +221,7 @@ API CUresult cuDriverGetVersion(int *version)
 {
 	if (!version)
 		return traced(__func__, CUDA_ERROR_INVALID_VALUE);
-	*version = DRIVER_VERSION;
+	*version = driver_version();
 	return traced(__func__, CUDA_SUCCESS);
 }
 

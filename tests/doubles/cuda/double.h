@@ -233,6 +233,7 @@ void ext_init(struct extents *e, uint64_t base, uint64_t size);
 int ext_alloc(struct extents *e, uint64_t len, uint64_t align, uint64_t hint,
 	      uint64_t *out);
 void ext_free(struct extents *e, uint64_t off);
+int driver_version(void);
 bool copy_fails(void);
 bool sync_fails(void);
 

@@ -30,7 +30,26 @@ struct xfer {
 	bool async;
 	unsigned dst_ok, src_ok;	/* what the entry point accepts */
 	struct CUctx_st *peer[2];	/* cuMemcpyPeer: dst and src contexts */
+	bool batched;		/* one of a batch, whose fault is the batch's */
 };
+
+/* A copy that fault injection failed in a batch is bad: queued again
+ * alone, it fails again (once), as a copy the driver refuses would. */
+static struct {
+	uintptr_t dst, src;
+	size_t len;
+	bool set;
+} bad;
+
+/* Is x the bad copy? Under the lock. */
+static bool bad_again(const struct xfer *x)
+{
+	if (!bad.set || bad.dst != x->dst || bad.src != x->src ||
+	    bad.len != x->len)
+		return false;
+	bad.set = false;
+	return true;
+}
 
 /* What a call does around queueing the copy. */
 struct plan {
@@ -192,7 +211,7 @@ static CUresult copy(const struct xfer *x)
 			goto out;
 	}
 	/* fault injection: the copy fails and moves no byte */
-	if (copy_fails()) {
+	if (!x->batched && (copy_fails() || bad_again(x))) {
 		r = CUDA_ERROR_ILLEGAL_ADDRESS;
 		goto out;
 	}
@@ -411,6 +430,69 @@ API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
 	return traced(__func__, copy_peer(dstDevice, dstContext, srcDevice,
 					  srcContext, ByteCount, hStream, true,
 					  true));
+}
+
+/*
+ * A batch is checked whole before any of it is queued, and fails whole.
+ * Its copies run in no promised order: the double runs them last to
+ * first, so that a caller that batches dependent copies sees it.
+ */
+static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+		      size_t count, CUmemcpyAttributes *attrs,
+		      size_t *attrs_idxs, size_t nattrs, CUstream h)
+{
+	struct side d, s;
+	CUresult r = CUDA_SUCCESS;
+	size_t i;
+
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!dsts || !srcs || !sizes || !count || !attrs || !attrs_idxs ||
+	    !nattrs || nattrs > count || attrs_idxs[0] ||
+	    !h || h == CU_STREAM_LEGACY)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (i = 0; i < nattrs; i++)
+		if ((i && attrs_idxs[i] <= attrs_idxs[i - 1]) ||
+		    attrs_idxs[i] >= count ||
+		    attrs[i].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+		    attrs[i].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+			return CUDA_ERROR_INVALID_VALUE;
+	lock();
+	for (i = 0; i < count && !r; i++)
+		if (sizes[i] && !(r = side_of(dsts[i], sizes[i], true, ANY, &d)))
+			r = side_of(srcs[i], sizes[i], false, ANY, &s);
+	/* fault injection counts each copy; the batch fails whole */
+	for (i = 0; i < count && !r; i++)
+		if (copy_fails()) {
+			bad.dst = dsts[i];
+			bad.src = srcs[i];
+			bad.len = sizes[i];
+			bad.set = true;
+			r = CUDA_ERROR_ILLEGAL_ADDRESS;
+		}
+	unlock();
+	if (r)
+		return r;
+	for (i = count; i-- > 0 && !r;) {
+		struct xfer x = {
+			.dst = dsts[i], .src = srcs[i], .len = sizes[i],
+			.stream = h, .async = true, .dst_ok = ANY,
+			.src_ok = ANY, .batched = true,
+		};
+
+		r = copy(&x);
+	}
+	return r;
+}
+
+API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs,
+				   size_t *sizes, size_t count,
+				   CUmemcpyAttributes *attrs,
+				   size_t *attrsIdxs, size_t numAttrs,
+				   CUstream hStream)
+{
+	return traced(__func__, batch(dsts, srcs, sizes, count, attrs,
+				      attrsIdxs, numAttrs, hStream));
 }
 
 /*

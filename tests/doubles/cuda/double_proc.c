@@ -113,6 +113,7 @@ static const struct proc procs[] = {
 	   cuMemcpyDtoDAsync_v2_ptsz),
 	PT("cuMemcpyPeer", 4000, cuMemcpyPeer, cuMemcpyPeer_ptds),
 	PT("cuMemcpyPeerAsync", 4000, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz),
+	P("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2),
 	P("cuStreamCreate", 2000, cuStreamCreate),
 	P("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
 	PT("cuStreamGetPriority", 5050, cuStreamGetPriority,
@@ -154,7 +155,7 @@ static CUresult proc_address(const char *symbol, void **pfn, int version,
 	bool named = false;
 	size_t i;
 
-	if (!symbol || !pfn || (flags & ~known) || version > DRIVER_VERSION)
+	if (!symbol || !pfn || (flags & ~known) || version > driver_version())
 		return CUDA_ERROR_INVALID_VALUE;
 	for (i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
 		if (strcmp(procs[i].name, symbol))

@@ -485,6 +485,54 @@ static void test_lateness(void)
 	free(h);
 }
 
+/* cuMemcpyBatchAsync (13.0): checked whole, late like any async copy,
+ * its copies in no promised order (the double runs them last first). */
+static void test_batch(void)
+{
+	CUmemcpyAttributes attr = {
+		.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+	}, bad = attr;
+	CUdeviceptr a, b, c, dsts[2], srcs[2];
+	size_t sizes[2] = { LEN, LEN }, first = 0, late = 1;
+
+	must(cuMemAlloc(&a, LEN), "cuMemAlloc");
+	must(cuMemAlloc(&b, LEN), "cuMemAlloc");
+	must(cuMemAlloc(&c, LEN), "cuMemAlloc");
+	fill(a, 0xa1, LEN);
+	fill(b, 0xb1, LEN);
+	fill(c, 0xc1, LEN);
+	dsts[0] = b;
+	srcs[0] = a;
+	dsts[1] = c;
+	srcs[1] = b;
+	bad.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+	is(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 1, &bad, &first, 1, s1),
+	   CUDA_ERROR_INVALID_VALUE, "a batch without a source access order");
+	is(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 1, &attr, &late, 1, s1),
+	   CUDA_ERROR_INVALID_VALUE, "a batch whose first attribute is not "
+	   "at copy 0");
+	is(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 1, &attr, &first, 1,
+				 CU_STREAM_LEGACY),
+	   CUDA_ERROR_INVALID_VALUE, "a batch on the legacy stream");
+	sizes[1] = LEN + 1;
+	is(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, &attr, &first, 1, s1),
+	   CUDA_ERROR_INVALID_VALUE, "a batch with a copy past an allocation");
+	report(peek(b) == 0xb1 && cuStreamQuery(s1) == CUDA_SUCCESS,
+	   "a refused batch queues none of its copies");
+	sizes[1] = LEN;
+	/* b = a, then c = b: in stream order c ends as a's bytes */
+	is(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, &attr, &first, 1, s1),
+	   CUDA_SUCCESS, "cuMemcpyBatchAsync");
+	report(peek(b) == 0xb1 && peek(c) == 0xc1,
+	       "a batch has not landed before its stream syncs");
+	cuStreamSynchronize(s1);
+	report(peek(b) == 0xa1 && peek(c) == 0xb1, "its copies ran last "
+	       "first: c = b, then b = a");
+	cuMemFree(a);
+	cuMemFree(b);
+	cuMemFree(c);
+}
+
 static void test_legacy(void)
 {
 	const cuuint64_t per_thread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
@@ -1185,6 +1233,7 @@ int main(int argc, char **argv)
 	test_protection();
 	test_roundtrip();
 	test_lateness();
+	test_batch();
 	test_legacy();
 	test_events();
 	test_sync_memops();
