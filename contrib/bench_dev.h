@@ -33,6 +33,7 @@ struct b_lane {
 	bool alone;			/* --mixed's threads: only its CQs */
 	struct fi_context *ctx;
 	unsigned nctx, next;
+	unsigned first;			/* its slots: first to first + window */
 };
 
 struct b_ctx {

@@ -49,45 +49,68 @@ static CUdeviceptr dp(const void *p)
 	return (CUdeviceptr) (uintptr_t) p;
 }
 
+/*
+ * Where the k-th slot starts. In a message rate, each operation
+ * outstanding moves bytes of its own, as an application's transfers do,
+ * wherever the slots of all of them fit in the buffers; else they share
+ * the start. The ceiling's copies take the same slots; staging, one
+ * operation's path through the host, its buffers' start.
+ */
+static size_t at(const struct b_ctx *c, unsigned k, size_t len)
+{
+	unsigned n = c->lane.window > B_MIX_THREADS * B_MIX_WINDOW ?
+		     c->lane.window : B_MIX_THREADS * B_MIX_WINDOW;
+
+	return (size_t) n * len <= c->len ? k % n * len : 0;
+}
+
 /* n copies, then one synchronization: of the bench's stream on the
- * destination's GPU (mode 1 has one) ... */
+ * destination's GPU (mode 1 has one) ... With spread, copy i takes slot
+ * i. */
 static int copy_async(struct b_ctx *c, enum b_loc dst, enum b_loc src,
-		      size_t len, long n)
+		      size_t len, long n, bool spread)
 {
 	CUstream stream = c->stream[c->gpu[dst]];
 
-	for (long i = 0; i < n; i++)
-		if (b_cu_ok(cu.memcpy_async(dp(c->buf[dst]), dp(c->buf[src]),
-					    len, stream), "cuMemcpyAsync"))
+	for (long i = 0; i < n; i++) {
+		size_t off = spread ? at(c, i, len) : 0;
+
+		if (b_cu_ok(cu.memcpy_async(dp(c->buf[dst]) + off,
+					    dp(c->buf[src]) + off, len,
+					    stream), "cuMemcpyAsync"))
 			return -1;
+	}
 	return b_cu_ok(cu.stream_sync(stream), "cuStreamSynchronize");
 }
 
 /* ... or of the legacy stream, which cuMemcpy uses: a device-to-device
  * cuMemcpy returns before the bytes move. */
 static int copy_sync(struct b_ctx *c, enum b_loc dst, enum b_loc src,
-		     size_t len, long n)
+		     size_t len, long n, bool spread)
 {
-	for (long i = 0; i < n; i++)
-		if (b_cu_ok(cu.memcpy(dp(c->buf[dst]), dp(c->buf[src]), len),
-			    "cuMemcpy"))
+	for (long i = 0; i < n; i++) {
+		size_t off = spread ? at(c, i, len) : 0;
+
+		if (b_cu_ok(cu.memcpy(dp(c->buf[dst]) + off,
+				      dp(c->buf[src]) + off, len), "cuMemcpy"))
 			return -1;
+	}
 	return b_cu_ok(cu.stream_sync(CU_STREAM_LEGACY),
 		       "cuStreamSynchronize");
 }
 
 static int ceil_async_one(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
-	return copy_async(c, d->dst, d->src, len, 1);
+	return copy_async(c, d->dst, d->src, len, 1, false);
 }
 
 static int ceil_sync_one(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
-	return copy_sync(c, d->dst, d->src, len, 1);
+	return copy_sync(c, d->dst, d->src, len, 1, false);
 }
 
 typedef int (*copy_fn)(struct b_ctx *c, enum b_loc dst, enum b_loc src,
-		       size_t len, long n);
+		       size_t len, long n, bool spread);
 
 static long batches(struct b_ctx *c, const struct b_dir *d, size_t len,
 		    long n, double deadline, copy_fn copy)
@@ -96,7 +119,7 @@ static long batches(struct b_ctx *c, const struct b_dir *d, size_t len,
 
 	while (done < n) {
 		k = n - done < c->lane.window ? n - done : c->lane.window;
-		if (copy(c, d->dst, d->src, len, k))
+		if (copy(c, d->dst, d->src, len, k, true))
 			return -1;
 		done += k;
 		if (b_now() > deadline)
@@ -119,16 +142,21 @@ static long ceil_sync_rate(struct b_ctx *c, const struct b_dir *d,
 
 /* --cross: n peer copies on the source GPU's stream, then one sync. */
 static int copy_peer(struct b_ctx *c, enum b_loc dst, enum b_loc src,
-		     size_t len, long n)
+		     size_t len, long n, bool spread)
 {
 	int dg = c->gpu[dst], sg = c->gpu[src];
 
-	for (long i = 0; i < n; i++)
-		if (b_cu_ok(cu.memcpy_peer_async(dp(c->buf[dst]), c->cuctx[dg],
-						 dp(c->buf[src]), c->cuctx[sg],
-						 len, c->stream[sg]),
+	for (long i = 0; i < n; i++) {
+		size_t off = spread ? at(c, i, len) : 0;
+
+		if (b_cu_ok(cu.memcpy_peer_async(dp(c->buf[dst]) + off,
+						 c->cuctx[dg],
+						 dp(c->buf[src]) + off,
+						 c->cuctx[sg], len,
+						 c->stream[sg]),
 			    "cuMemcpyPeerAsync"))
 			return -1;
+	}
 	return b_cu_ok(cu.stream_sync(c->stream[sg]), "cuStreamSynchronize");
 }
 
@@ -153,7 +181,7 @@ static int uva_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
 
 static int peer_one(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
-	return copy_peer(c, d->dst, d->src, len, 1);
+	return copy_peer(c, d->dst, d->src, len, 1, false);
 }
 
 static long peer_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
@@ -173,16 +201,19 @@ static long uva_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 
 /* RMA from a lane's endpoint to its own address. A read's local buffer
  * is the destination; a write's is the source. */
+/* An fi_read or fi_write of len bytes at offset off of both buffers. */
 static ssize_t rma_post(struct b_ctx *c, struct b_lane *l,
-			const struct b_dir *d, size_t len, bool read)
+			const struct b_dir *d, size_t len, bool read,
+			size_t off)
 {
+	char *dst = (char *) c->buf[d->dst] + off;
+	char *src = (char *) c->buf[d->src] + off;
+
 	if (read)
-		return fi_read(l->e->ep, c->buf[d->dst], len, c->desc[d->dst],
-			       l->self, b_raddr(&c->fab, c->buf[d->src]),
-			       c->key[d->src], ctx(l));
-	return fi_write(l->e->ep, c->buf[d->src], len, c->desc[d->src],
-			l->self, b_raddr(&c->fab, c->buf[d->dst]),
-			c->key[d->dst], ctx(l));
+		return fi_read(l->e->ep, dst, len, c->desc[d->dst], l->self,
+			       b_raddr(&c->fab, src), c->key[d->src], ctx(l));
+	return fi_write(l->e->ep, src, len, c->desc[d->src], l->self,
+			b_raddr(&c->fab, dst), c->key[d->dst], ctx(l));
 }
 
 static int rma_one(struct b_ctx *c, const struct b_dir *d, size_t len,
@@ -190,7 +221,7 @@ static int rma_one(struct b_ctx *c, const struct b_dir *d, size_t len,
 {
 	ssize_t ret;
 
-	B_POST(ret, rma_post(c, &c->lane, d, len, read));
+	B_POST(ret, rma_post(c, &c->lane, d, len, read, 0));
 	if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
 		return -1;
 	return b_cq_wait(c->a.tx, 1);
@@ -228,7 +259,9 @@ long b_rma_rate(struct b_ctx *c, struct b_lane *l, const struct b_dir *d,
 
 	while (done < n) {
 		while (posted < n && posted - done < l->window) {
-			ret = rma_post(c, l, d, len, read);
+			ret = rma_post(c, l, d, len, read,
+				       at(c, l->first + posted % l->window,
+					  len));
 			if (ret == -FI_EAGAIN)
 				break;
 			if (b_post_failed(ret, read ? "fi_read" : "fi_write"))
@@ -257,23 +290,26 @@ static long read_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 	return b_rma_rate(c, &c->lane, d, len, n, deadline, true);
 }
 
-static ssize_t recv_post(struct b_ctx *c, const struct b_dir *d, size_t len)
+/* Message i lands in receive i: both take slot i (off). */
+static ssize_t recv_post(struct b_ctx *c, const struct b_dir *d, size_t len,
+			 size_t off)
 {
-	return fi_recv(c->b.ep, c->buf[d->dst], len, c->desc[d->dst],
-		       FI_ADDR_UNSPEC, ctx(&c->lane));
+	return fi_recv(c->b.ep, (char *) c->buf[d->dst] + off, len,
+		       c->desc[d->dst], FI_ADDR_UNSPEC, ctx(&c->lane));
 }
 
-static ssize_t send_post(struct b_ctx *c, const struct b_dir *d, size_t len)
+static ssize_t send_post(struct b_ctx *c, const struct b_dir *d, size_t len,
+			 size_t off)
 {
-	return fi_send(c->a.ep, c->buf[d->src], len, c->desc[d->src], c->peer,
-		       ctx(&c->lane));
+	return fi_send(c->a.ep, (char *) c->buf[d->src] + off, len,
+		       c->desc[d->src], c->peer, ctx(&c->lane));
 }
 
 static int send_prep(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
 	ssize_t ret;
 
-	B_POST(ret, recv_post(c, d, len));
+	B_POST(ret, recv_post(c, d, len, 0));
 	return b_post_failed(ret, "fi_recv");
 }
 
@@ -282,7 +318,7 @@ static int send_one(struct b_ctx *c, const struct b_dir *d, size_t len)
 {
 	ssize_t ret;
 
-	B_POST(ret, send_post(c, d, len));
+	B_POST(ret, send_post(c, d, len, 0));
 	if (b_post_failed(ret, "fi_send"))
 		return -1;
 	if (b_cq_wait(c->a.tx, 1)) {
@@ -308,13 +344,17 @@ static long send_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 
 	while (drecv < n || dsend < n) {
 		while (precv < n && precv - drecv < c->lane.window &&
-		       (ret = recv_post(c, d, len)) != -FI_EAGAIN) {
+		       (ret = recv_post(c, d, len,
+					at(c, precv % c->lane.window, len))) !=
+		       -FI_EAGAIN) {
 			if (b_post_failed(ret, "fi_recv"))
 				return -1;
 			precv++;
 		}
 		while (psend < precv && psend - dsend < c->lane.window &&
-		       (ret = send_post(c, d, len)) != -FI_EAGAIN) {
+		       (ret = send_post(c, d, len,
+					at(c, psend % c->lane.window, len))) !=
+		       -FI_EAGAIN) {
 			if (b_post_failed(ret, "fi_send"))
 				return -1;
 			psend++;
@@ -334,8 +374,8 @@ static long send_rate(struct b_ctx *c, const struct b_dir *d, size_t len,
 static int stage_copy(struct b_ctx *c, enum b_loc dst, enum b_loc src,
 		      size_t len, long n)
 {
-	return b_opt.staging_sync ? copy_sync(c, dst, src, len, n) :
-				    copy_async(c, dst, src, len, n);
+	return b_opt.staging_sync ? copy_sync(c, dst, src, len, n, false) :
+				    copy_async(c, dst, src, len, n, false);
 }
 
 /* A host-memory write from HOST_A to HOST_B through the provider. Its

@@ -68,6 +68,7 @@ static int mix_open(struct b_ctx *c)
 		b_lane_init(&lanes[i], &eps[i], b_av_insert(&eps[i],
 			    eps[i].name), B_MIX_WINDOW);
 		lanes[i].alone = true;
+		lanes[i].first = i * B_MIX_WINDOW;
 	}
 	opened = true;
 	return 0;
