@@ -19,8 +19,10 @@
  *
  * Lock order. Where locks nest, the outer one comes first:
  *   track.c's share_lock > a CQ's pump_lock (takeback.c) > a receive
- *   queue's lock (hml_msg.h) > a domain's MR map lock (mrmap.c), and
- *   cuda.c's failed_lock, each taken alone;
+ *   queue's lock (hml_msg.h) > a domain's MR map lock (mrmap.c), taken
+ *   alone;
+ *   an endpoint's in-flight lock (inflight.c) > a stream's lock (copy.c)
+ *   > cuda.c's failed_lock;
  *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
  *   under a receive queue's lock;
  *   av.c's list lock > an AV's lock (hml_av.h).

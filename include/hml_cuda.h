@@ -22,7 +22,7 @@ const char *hml_cuda_procs(void *lib, void *table,
 /* One call at the API version given, or NULL. */
 void *hml_cuda_proc(void *lib, const char *name, int version);
 
-/* cuda.c: the driver's calls the data path makes */
+/* cuda.c and copy.c: the driver's calls the data path makes */
 enum hml_memtype {
 	HML_MEM_UNKNOWN,		/* not asked yet */
 	HML_MEM_HOST,
