@@ -376,7 +376,7 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep);
 struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 
-/* msg.c, recv.c, track.c (hml_msg.h): messages to endpoints of this
+/* send.c, recv.c, track.c (hml_msg.h): messages to endpoints of this
  * process */
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 void hml_rx_track(struct hml_ep *t);

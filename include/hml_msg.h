@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Messages between endpoints of this process. The send side (msg.c)
- * brings a message to a receive the application posted; the receive side
- * (recv.c) records those receives and maps the application's fi_cancel;
- * the receive queue (rxq.c) holds the records and the messages staged for
- * them; the take-back (takeback.c) gets a receive back from the provider
- * and reads the CQs its receives complete on; track.c says which
- * endpoints' receives are recorded. None calls back up: msg.c, recv.c and
+ * Messages between endpoints of this process. The send side (msg.c,
+ * reached through send.c's calls) brings a message to a receive the
+ * application posted; the receive side (recv.c) records those receives
+ * and maps the application's fi_cancel; the receive queue (rxq.c) holds
+ * the records and the messages staged for them; the take-back
+ * (takeback.c) gets a receive back from the provider and reads the CQs
+ * its receives complete on; track.c says which endpoints' receives are
+ * recorded. None calls back up: send.c calls msg.c; msg.c, recv.c and
  * track.c call takeback.c and rxq.c, takeback.c calls rxq.c, cq.c calls
  * takeback.c, and rxq.c calls none of them.
  *
@@ -205,6 +206,12 @@ ssize_t hml_rx_refilter(struct hml_cq *cq, void *buf, ssize_t n,
 			fi_addr_t *src);
 bool hml_rx_watch(struct hml_cq *cq, struct hml_rxq *q);
 void hml_rx_unwatch(struct hml_cq *cq, struct hml_rxq *q);
+
+/* msg.c: a send to t, an endpoint of this process; HML_PASS leaves it
+ * to the provider, otherwise *res is the call's answer. */
+enum hml_verdict hml_msg_send(struct hml_ep *e, struct hml_ep *t,
+			      const struct fi_msg_tagged *m, uint64_t flags,
+			      int tagged, bool inject, ssize_t *res);
 
 /* recv.c */
 void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
