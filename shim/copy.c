@@ -27,8 +27,8 @@
  * asked, which answers only when all its copies are over.
  *
  * Where the driver has cuMemcpyBatchAsync (API 13.0), the copies of
- * operations completed later wait in their stream's batch, and go to the
- * driver together: when the batch is full, when a copy would touch what
+ * operations completed later, posted while their stream has copies in
+ * flight, wait in the stream's batch, and go to the driver together: when the batch is full, when a copy would touch what
  * one in it writes (the driver runs a batch's copies in any order), and
  * when anyone asks whether a copy in it has landed or waits for it. A
  * batch the driver refuses goes copy by copy, and a copy that fails then
@@ -183,6 +183,15 @@ static CUresult stream_for(CUcontext ctx, unsigned long long id,
 	return CUDA_SUCCESS;
 }
 
+/* Has s copies not known to have landed, or a batch? A copy to an idle
+ * stream goes at once: waiting in a batch would only add to its latency. */
+static bool busy(struct hml_stream *s)
+{
+	return __atomic_load_n(&s->nb, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) <
+	       __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
+}
+
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 		   bool later)
 {
@@ -192,8 +201,7 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 
 	/* No stream: nothing for end to wait for. */
 	c->s = NULL;
-	c->batch = later &&
-		   __atomic_load_n(&hml_cuda_batching, __ATOMIC_RELAXED);
+	c->batch = false;
 	c->err = hml_cuda_enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
@@ -202,6 +210,8 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 		c->s = NULL;
 		return c->err = hml_cuda_failed("cuStreamCreate", r);
 	}
+	c->batch = later && busy(c->s) &&
+		   __atomic_load_n(&hml_cuda_batching, __ATOMIC_RELAXED);
 	return 0;
 }
 

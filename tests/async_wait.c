@@ -353,9 +353,10 @@ void child_no_sync(void)
 /*
  * N writes posted, then their entries read, with the double's trace
  * caught: the copies went to the driver in batches of more than one
- * (cuMemcpyBatchAsync), unless HMEMLOOP_BATCH=0 or the driver is older
- * than the 13.0 API (CUDA_DOUBLE_VERSION), where each went alone
- * (cuMemcpyAsync). The bytes are right either way.
+ * (cuMemcpyBatchAsync; the first, to an idle stream, alone), unless
+ * HMEMLOOP_BATCH=0 or the driver is older than the 13.0 API
+ * (CUDA_DOUBLE_VERSION), where each went alone (cuMemcpyAsync). The bytes
+ * are right either way.
  */
 void child_batch(void)
 {
@@ -382,10 +383,9 @@ void child_batch(void)
 			 "single copies for %d writes, expected %d single",
 			 what, batches, singles, N, N);
 	else
-		t_assert(batches && batches < N && !singles, "%s: %d batches "
+		t_assert(batches && batches + singles < N, "%s: %d batches "
 			 "and %d single copies for %d writes, expected fewer "
-			 "batches than writes and no single copy", what,
-			 batches, singles, N);
+			 "calls than writes", what, batches, singles, N);
 	t_ok("%s: %d batches and %d single copies for %d writes", what,
 	     batches, singles, N);
 	fx_close();
