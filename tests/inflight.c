@@ -9,6 +9,8 @@
  *   close-*              closing objects in other orders (inflight_close.c)
  *   many                 more than the shim keeps in flight (4096) on a CQ
  *                        nobody reads, a counter's fi_cntr_wait sees them all
+ *   many-cq, full        as many on a CQ that holds them, or of 64 read only
+ *                        when a post says -FI_EAGAIN: each entry once
  *   undrained            fi_cntr_wait at once, the CQ never read, initiator
  *                        and target
  *   formats              each CQ format, fi_cq_read and fi_cq_readfrom: the
@@ -81,67 +83,99 @@ static void child_fork_self_all(void)
 	t_host = false;
 }
 
-/* ---- more than the shim keeps in flight, a CQ nobody reads -------------- */
+/* ---- more than the shim keeps in flight; a CQ full -------------------- */
 
 #define MANY	(2 * 4096 + 100)
 #define SMALL	(SPAN / MANY & ~7UL)
 
-/* MANY writes of SMALL bytes from a, which reports them to a counter
- * alone (FI_SELECTIVE_COMPLETION): nobody reads its CQ. fi_cntr_wait
- * sees every one, once, and each one's bytes are in place. */
+static char many_ctx[MANY];
+
+/* Small write i, a's slot to b's; while the provider (or hmemloop) says
+ * -FI_EAGAIN, room is made: one entry of a's CQ taken where seen is
+ * given (those seen counted in *n), else the counter read. */
+static void small_write(size_t i, bool *seen, size_t *n, const char *what)
+{
+	double end = t_now() + t_wait_s();
+	ssize_t r;
+
+	while ((r = fi_write(a.ep, (char *) buf[DA] + i * SMALL, SMALL,
+			     mr[DA].desc, a_to_b,
+			     t_raddr(&f, &mr[DB], i * SMALL), mr[DB].key,
+			     &many_ctx[i])) == -FI_EAGAIN) {
+		struct fi_cq_tagged_entry e;
+
+		t_assert(t_now() < end, "%s: write %zu: -FI_EAGAIN for %g s",
+			 what, i, t_wait_s());
+		if (!seen) {
+			fi_cntr_read(cntrs[0]);
+		} else if (fi_cq_read(a.cq, &e, 1) == 1) {
+			size_t k = (char *) e.op_context - many_ctx;
+
+			t_assert(k < i && !seen[k], "%s: an entry of write "
+				 "%zu, %zu posted", what, k, i);
+			seen[k] = true;
+			(*n)++;
+		}
+		t_drive(b.cq);
+	}
+	t_assert(!r, "%s: write %zu: %zd (%s)", what, i, r,
+		 fi_strerror((int) -r));
+}
+
+/* The first n small writes' bytes are in place. */
+static void small_landed(size_t n, const char *what)
+{
+	size_t span = n * SMALL;
+	uint8_t *want = malloc(span);
+
+	t_assert(want, "out of memory");
+	get(want, DA, 0, span);
+	get(tmp, DB, 0, span);
+	t_assert(!memcmp(tmp, want, span), "%s: the bytes of %zu writes are "
+		 "not all in place", what, n);
+	free(want);
+}
+
+/* a with its CQ ao's and a counter (cntrs[0], FI_WRITE) that waits. */
+static bool many_open(struct t_opts *ao, const char *what)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_UNSPEC };
+
+	if (!fab_open(NULL, what))
+		return false;
+	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
+	ao->cntr = cntrs[0];
+	ao->cntr_flags = FI_WRITE;
+	if (!eps_open(ao, NULL, false, what))
+		return false;
+	t_unprogress(a.cq);
+	fill(DA);
+	zero(DB);
+	return true;
+}
+
+/* MANY writes from a, which reports them to a counter alone
+ * (FI_SELECTIVE_COMPLETION): nobody reads its CQ. fi_cntr_wait sees every
+ * one, once, and each one's bytes are in place. */
 static void case_many(void)
 {
 	const char *what = "more than 4096 fi_write in flight, a CQ nobody "
 			   "reads";
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_UNSPEC };
-	struct t_opts ao = { .cntr_flags = FI_WRITE,
-			     .cq_flags = FI_SELECTIVE_COMPLETION };
-	size_t span = (size_t) MANY * SMALL;
-	uint8_t *want = malloc(span);
+	struct t_opts ao = { .cq_flags = FI_SELECTIVE_COMPLETION };
 	double end;
 	int ret;
 
-	t_assert(want, "out of memory");
-	if (!fab_open(NULL, what)) {
-		free(want);
+	if (!many_open(&ao, what))
 		return;
-	}
-	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
-	ao.cntr = cntrs[0];
-	if (!eps_open(&ao, NULL, false, what)) {
-		free(want);
-		return;
-	}
-	t_unprogress(a.cq);
-	fill(DA);
-	zero(DB);
-	end = t_now() + t_wait_s();
-	for (size_t i = 0; i < MANY; i++) {
-		ssize_t r;
-
-		while ((r = fi_write(a.ep, (char *) buf[DA] + i * SMALL, SMALL,
-				     mr[DA].desc, a_to_b,
-				     t_raddr(&f, &mr[DB], i * SMALL),
-				     mr[DB].key, NULL)) == -FI_EAGAIN) {
-			t_assert(t_now() < end, "%s: write %zu: -FI_EAGAIN for "
-				 "%g s", what, i, t_wait_s());
-			fi_cntr_read(cntrs[0]);
-			t_drive(b.cq);
-		}
-		t_assert(!r, "%s: write %zu: %zd (%s)", what, i, r,
-			 fi_strerror((int) -r));
-	}
+	for (size_t i = 0; i < MANY; i++)
+		small_write(i, NULL, NULL, what);
 	ret = fi_cntr_wait(cntrs[0], MANY, SREAD_MS);
 	t_assert(!ret, "%s: fi_cntr_wait(%d): %d (%s), the counter at %llu",
 		 what, MANY, ret, fi_strerror(-ret),
 		 (unsigned long long) fi_cntr_read(cntrs[0]));
 	t_assert(!fi_cntr_readerr(cntrs[0]), "%s: errors counted", what);
-	get(want, DA, 0, span);
-	get(tmp, DB, 0, span);
-	t_assert(!memcmp(tmp, want, span), "%s: the counter at %d, the "
-		 "bytes are not all in place", what, MANY);
-	free(want);
+	small_landed(MANY, what);
 	t_assert(t_quiet(a.cq, 1), "%s: an entry on a CQ asked for none",
 		 what);
 	end = t_now() + 0.2;
@@ -151,6 +185,53 @@ static void case_many(void)
 			 (unsigned long long) fi_cntr_read(cntrs[0]));
 	t_ok("%s: %d counted once each, their bytes in place", what, MANY);
 	fx_close();
+}
+
+/* MANY writes on a CQ of size cq, read only when a post says -FI_EAGAIN
+ * (a CQ as big as them: never): each entry comes once, none is lost, and
+ * at each the write's bytes are in place. */
+static void many_entries(size_t cq, const char *what)
+{
+	struct t_opts ao = { .cq_size = cq };
+	static bool seen[MANY];
+	size_t n = 0, full = 0;
+
+	if (!many_open(&ao, what))
+		return;
+	memset(seen, 0, sizeof(seen));
+	for (size_t i = 0; i < MANY; i++) {
+		size_t before = n;
+
+		small_write(i, seen, &n, what);
+		full += n > before;
+	}
+	while (n < MANY) {
+		struct fi_cq_tagged_entry e;
+		size_t k;
+
+		next_ok(a.cq, &e, what);
+		k = (char *) e.op_context - many_ctx;
+		t_assert(k < MANY && !seen[k], "%s: an entry of write %zu, "
+			 "again or never posted", what, k);
+		seen[k] = true;
+		n++;
+	}
+	t_assert(t_quiet(a.cq, 1), "%s: more than %d entries", what, MANY);
+	small_landed(MANY, what);
+	t_ok("%s: %d entries, each once (%zu posts found it full)", what, MANY,
+	     full);
+	fx_close();
+}
+
+static void case_many_cq(void)
+{
+	many_entries(MANY, "more than 4096 fi_write in flight on a CQ that "
+		     "holds them all");
+}
+
+static void case_full(void)
+{
+	many_entries(N, "fi_write in flight on a CQ of 64 that fills");
 }
 
 /* ---- queues nobody drains ------------------------------------------------ */
@@ -467,6 +548,8 @@ static const struct t_case cases[] = {
 	T_CASE("fork", case_fork),
 	T_CASE("undrained", case_undrained),
 	T_CASE("many", case_many),
+	T_CASE("many-cq", case_many_cq),
+	T_CASE("full", case_full),
 	T_CASE("close-orders", case_close_orders),
 	T_FRESH("fork-self-all", child_fork_self_all, T_NEED_SHIM,
 		"HMEMLOOP_SELF=all"),
