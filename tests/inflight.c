@@ -6,7 +6,8 @@
  *
  *   fork, fork-self-all  fork() with copies in flight: the parent's complete
  *                        with their bytes; the child runs a fabric of its own
- *   close-*              closing objects in other orders (inflight_close.c)
+ *   close-orders         closing objects in twelve orders with writes in
+ *                        flight, each answer the provider's (inflight_close.c)
  *   many                 more than the shim keeps in flight (4096) on a CQ
  *                        nobody reads, a counter's fi_cntr_wait sees them all
  *   many-cq, full        as many on a CQ that holds them, or of 64 read only
@@ -15,17 +16,17 @@
  *                        and target
  *   formats              each CQ format, fi_cq_read and fi_cq_readfrom: the
  *                        entries are those the provider gives on host memory
- *   query-fault          the driver fails a query after the copy was queued:
- *                        an error entry, the others' bytes, nothing outside
+ *   query-fault(-sticky) the driver fails a query after the copies were
+ *                        queued (once, or from then on): an error entry, the
+ *                        others' bytes, nothing outside
+ *   query-fault-msg(-sticky)  as many, sends and writedata: a failed send's
+ *                        receive fails too, a failed write's target is not told
  *
  * Without hmemloop the first device transfer fails.
  */
 #include <sys/wait.h>
 
 #include "async.h"
-
-#define STR(x)		STR_(x)
-#define STR_(x)		#x
 
 /* ---- fork() ------------------------------------------------------------- */
 
@@ -543,6 +544,80 @@ static void child_query_fault(void)
 	fx_close();
 }
 
+/* N operations, sends and writes with remote CQ data (plain writes where
+ * the provider carries none) in turn, a send first, the driver failing a query while
+ * they are in flight: each completes once at a; a failed send's receive
+ * completes with FI_EIO too, a failed write's target reports nothing. */
+static void child_query_fault_msg(void)
+{
+	const char *what = "a query fails with sends and writes in flight";
+	bool bad[N] = { false }, seen[N] = { false }, rseen[N] = { false };
+	int errs = 0, sends_bad = 0, rx_bad = 0, want = N / 2, got = 0;
+	bool cqdata;
+
+	if (!fx_open(NULL, what))
+		return;
+	cqdata = f.info->domain_attr->cq_data_size;
+	fill(DA);
+	zero(DB);
+	for (int i = 0; i < N / 2; i++)
+		t_post(b.cq, fi_recv(b.ep, (char *) buf[DB] + i * LEN, LEN,
+				     mr[DB].desc, FI_ADDR_UNSPEC, &ctx2[i]));
+	for (int i = 0; i < N; i++)
+		post(&a, i % 2 ? cqdata ? WRITEDATA : WRITE : SEND, DA,
+		     (size_t) i * LEN, DB, (size_t) (N / 2 + i / 2) * LEN,
+		     &ctx[i], i);
+	for (int n = 0; n < N; n++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int ret = t_wait(a.cq, &e, &err), i;
+
+		t_assert(ret >= 0, "%s: %d of %d completions came", what, n,
+			 N);
+		i = first_seen(op_in(ret ? err.op_context : e.op_context, ctx),
+			       seen, ret ? err.op_context : e.op_context, what);
+		t_assert(!ret || err.err == FI_EIO, "%s: operation %d: error "
+			 "%d (%s)", what, i, err.err, fi_strerror(err.err));
+		bad[i] = ret;
+		errs += ret;
+		sends_bad += ret && !(i % 2);
+		want += !ret && i % 2 && cqdata;
+	}
+	t_assert(errs, "%s: every operation succeeded: the fault was lost",
+		 what);
+	while (got < want) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int ret = t_wait(b.cq, &e, &err), i;
+
+		t_assert(ret >= 0, "%s: %d of %d target entries came", what,
+			 got, want);
+		got++;
+		if (ret) {
+			first_seen(op_in(err.op_context, ctx2), rseen,
+				   err.op_context, what);
+			t_assert(err.err == FI_EIO, "%s: a receive's error %d "
+				 "(%s)", what, err.err, fi_strerror(err.err));
+			rx_bad++;
+		} else if (e.flags & FI_REMOTE_CQ_DATA) {
+			i = (int) e.data;
+			t_assert(i >= 0 && i < N && i % 2 && !bad[i],
+				 "%s: remote CQ data %d: a failed or no write",
+				 what, i);
+		} else {
+			first_seen(op_in(e.op_context, ctx2), rseen,
+				   e.op_context, what);
+		}
+	}
+	t_assert(t_quiet(b.cq, 1), "%s: more than %d target entries", what,
+		 want);
+	t_assert(rx_bad == sends_bad, "%s: %d sends failed, %d receives",
+		 what, sends_bad, rx_bad);
+	t_ok("%s: %d of %d failed (%d sends, as many receives), the target "
+	     "told of no failed write", what, errs, N, sends_bad);
+	fx_close();
+}
+
 static const struct t_case cases[] = {
 	T_CASE("formats", case_formats),	/* first: fails without */
 	T_CASE("fork", case_fork),
@@ -557,6 +632,10 @@ static const struct t_case cases[] = {
 		"CUDA_DOUBLE_FAIL_QUERY=2"),
 	T_FRESH("query-fault-sticky", child_query_fault, T_NEED_DOUBLE,
 		"CUDA_DOUBLE_FAIL_QUERY=2+"),
+	T_FRESH("query-fault-msg", child_query_fault_msg, T_NEED_DOUBLE,
+		"CUDA_DOUBLE_FAIL_QUERY=2"),
+	T_FRESH("query-fault-msg-sticky", child_query_fault_msg,
+		T_NEED_DOUBLE, "CUDA_DOUBLE_FAIL_QUERY=2+"),
 };
 
 int main(int argc, char **argv)
