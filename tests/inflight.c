@@ -14,8 +14,9 @@
  *                        when a post says -FI_EAGAIN: each entry once
  *   undrained            fi_cntr_wait at once, the CQ never read, initiator
  *                        and target
- *   formats              each CQ format, fi_cq_read and fi_cq_readfrom: the
- *                        entries are those the provider gives on host memory
+ *   formats              each CQ format, fi_cq_read, fi_cq_readfrom and
+ *                        fi_cq_sreadfrom: the entries are those the provider
+ *                        gives on host memory
  *   query-fault(-sticky) the driver fails a query after the copies were
  *                        queued (once, or from then on): an error entry, the
  *                        others' bytes, nothing outside
@@ -280,7 +281,7 @@ static void case_undrained(void)
 	fx_close();
 }
 
-/* ---- CQ formats ----------------------------------------------------------- */
+/* ---- CQ formats ---------------------------------------------------------- */
 
 /* An entry as compared: its operation (context i of ctx, N + i of ctx2,
  * -1 none, -2 another), buf as buffer and offset (-1 NULL, -2 another). */
@@ -312,9 +313,14 @@ static void buf_of(const void *p, struct entry *e)
 		}
 }
 
-/* The next entry of cq, read in format fmt, with its source where from. */
-static void take(struct fid_cq *cq, struct fid_cq *other, int fmt, bool from,
-		 int side, struct entry *out, const char *what)
+/* How entries are read. */
+enum rd { BY_READ, BY_READFROM, BY_SREADFROM, NRD };
+static const char *const rd_names[] = { "fi_cq_read", "fi_cq_readfrom",
+					"fi_cq_sreadfrom" };
+
+/* The next entry of cq, read in format fmt, the way rd says. */
+static void take(struct fid_cq *cq, struct fid_cq *other, int fmt,
+		 enum rd rd, int side, struct entry *out, const char *what)
 {
 	struct fi_cq_tagged_entry u;
 	fi_addr_t src = FI_ADDR_NOTAVAIL;
@@ -323,10 +329,15 @@ static void take(struct fid_cq *cq, struct fid_cq *other, int fmt, bool from,
 
 	for (;;) {
 		memset(&u, 0, sizeof(u));
-		r = from ? fi_cq_readfrom(cq, &u, 1, &src) :
-			   fi_cq_read(cq, &u, 1);
+		r = rd == BY_SREADFROM ? fi_cq_sreadfrom(cq, &u, 1, &src, NULL,
+						       100) :
+		    rd == BY_READFROM ? fi_cq_readfrom(cq, &u, 1, &src) :
+				     fi_cq_read(cq, &u, 1);
 		if (r == 1)
 			break;
+		/* sockets' sread answers a signal with -FI_ECANCELED. */
+		if (r == -FI_ETIMEDOUT || r == -FI_ECANCELED)
+			r = -FI_EAGAIN;
 		if (r == -FI_EAVAIL) {
 			struct fi_cq_err_entry err = { 0 };
 
@@ -392,9 +403,11 @@ static const enum op kinds[] = { WRITE, WRITEDATA, SEND, READ };
 
 /* N operations of each kind in turn, device to device (host to host
  * where t_host); a's and b's entries, sorted, into es; how many. */
-static int entries(int fmt, bool from, struct entry *es, const char *what)
+static int entries(int fmt, enum rd rd, struct entry *es, const char *what)
 {
-	struct t_opts o = { .cq_format = fmt };
+	struct t_opts o = { .cq_format = fmt,
+			    .cq_wait = rd == BY_SREADFROM ? FI_WAIT_UNSPEC :
+							 FI_WAIT_NONE };
 	bool cqdata;
 	int n = 0, nb = 0;
 	unsigned s;
@@ -423,9 +436,9 @@ static int entries(int fmt, bool from, struct entry *es, const char *what)
 			post(&a, k, DA, off, DB, off, &ctx[i], i);
 	}
 	for (int i = 0; i < N; i++)
-		take(a.cq, b.cq, fmt, from, 0, &es[n++], what);
+		take(a.cq, b.cq, fmt, rd, 0, &es[n++], what);
 	for (int i = 0; i < nb; i++)
-		take(b.cq, a.cq, fmt, from, 1, &es[n++], what);
+		take(b.cq, a.cq, fmt, rd, 1, &es[n++], what);
 	t_assert(t_quiet(a.cq, 1) && t_quiet(b.cq, 1), "%s: more entries "
 		 "than operations", what);
 	for (int i = 0; i < N; i++)
@@ -435,8 +448,9 @@ static int entries(int fmt, bool from, struct entry *es, const char *what)
 	return n;
 }
 
-/* Each format, read and readfrom: the entries of device transfers through
- * hmemloop are those the provider gives for the same on host memory. */
+/* Each format, read, readfrom and sreadfrom: the entries of device
+ * transfers through hmemloop are those the provider gives for the same on
+ * host memory. */
 static void case_formats(void)
 {
 	static const int fmts[] = { FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
@@ -446,18 +460,18 @@ static void case_formats(void)
 	static struct entry host[2 * N], dev[2 * N];
 	char what[128];
 
-	for (int k = 0; k < 8; k++) {
-		bool from = k & 1;
+	for (int k = 0; k < 4 * NRD; k++) {
+		enum rd rd = k % NRD;
 		int nh, nd;
 
-		snprintf(what, sizeof(what), "FI_CQ_FORMAT_%s, %s", names[k / 2],
-			 from ? "fi_cq_readfrom" : "fi_cq_read");
+		snprintf(what, sizeof(what), "FI_CQ_FORMAT_%s, %s",
+			 names[k / NRD], rd_names[rd]);
 		t_host = true;
-		nh = entries(fmts[k / 2], from, host, what);
+		nh = entries(fmts[k / NRD], rd, host, what);
 		t_host = false;
 		if (nh < 0)
 			continue;
-		nd = entries(fmts[k / 2], from, dev, what);
+		nd = entries(fmts[k / NRD], rd, dev, what);
 		t_assert(nd == nh, "%s: %d entries, the provider %d on host "
 			 "memory", what, nd, nh);
 		for (int i = 0; i < nd; i++) {
@@ -545,9 +559,10 @@ static void child_query_fault(void)
 }
 
 /* N operations, sends and writes with remote CQ data (plain writes where
- * the provider carries none) in turn, a send first, the driver failing a query while
- * they are in flight: each completes once at a; a failed send's receive
- * completes with FI_EIO too, a failed write's target reports nothing. */
+ * the provider carries none) in turn, a send first, the driver failing a
+ * query while they are in flight: each completes once at a; a failed
+ * send's receive completes with FI_EIO too, a failed write's target
+ * reports nothing. */
 static void child_query_fault_msg(void)
 {
 	const char *what = "a query fails with sends and writes in flight";
