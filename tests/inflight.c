@@ -643,14 +643,15 @@ static const struct t_case cases[] = {
 	T_CASE("close-orders", case_close_orders),
 	T_FRESH("fork-self-all", child_fork_self_all, T_NEED_SHIM,
 		"HMEMLOOP_SELF=all"),
+	/* Copies are queried only where they are left in flight. */
 	T_FRESH("query-fault", child_query_fault, T_NEED_DOUBLE,
-		"CUDA_DOUBLE_FAIL_QUERY=2"),
+		"CUDA_DOUBLE_FAIL_QUERY=2", "HMEMLOOP_ASYNC=1"),
 	T_FRESH("query-fault-sticky", child_query_fault, T_NEED_DOUBLE,
-		"CUDA_DOUBLE_FAIL_QUERY=2+"),
+		"CUDA_DOUBLE_FAIL_QUERY=2+", "HMEMLOOP_ASYNC=1"),
 	T_FRESH("query-fault-msg", child_query_fault_msg, T_NEED_DOUBLE,
-		"CUDA_DOUBLE_FAIL_QUERY=2"),
+		"CUDA_DOUBLE_FAIL_QUERY=2", "HMEMLOOP_ASYNC=1"),
 	T_FRESH("query-fault-msg-sticky", child_query_fault_msg,
-		T_NEED_DOUBLE, "CUDA_DOUBLE_FAIL_QUERY=2+"),
+		T_NEED_DOUBLE, "CUDA_DOUBLE_FAIL_QUERY=2+", "HMEMLOOP_ASYNC=1"),
 };
 
 int main(int argc, char **argv)
