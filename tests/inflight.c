@@ -6,6 +6,7 @@
  *
  *   fork, fork-self-all  fork() with copies in flight: the parent's complete
  *                        with their bytes; the child runs a fabric of its own
+ *   fork-trace           and calls no driver function but pointer queries
  *   close-orders         closing objects in twelve orders with writes in
  *                        flight, each answer the provider's (inflight_close.c)
  *   many                 more than the shim keeps in flight (4096) on a CQ
@@ -31,16 +32,39 @@
 
 /* ---- fork() ------------------------------------------------------------- */
 
+/* With the double's trace (CUDA_DOUBLE_TRACE), the calls in log other
+ * than pointer queries: the child must not use the parent's contexts,
+ * streams or copies. The first such is printed. */
+static int driver_calls(FILE *log)
+{
+	static const char call[] = "cuda-double: cu";
+	char line[256];
+	int n = 0;
+
+	rewind(log);
+	while (fgets(line, sizeof(line), log)) {
+		if (strncmp(line, call, strlen(call)) ||
+		    !strncmp(line, "cuda-double: cuPointerGetAttribute", 34))
+			continue;
+		if (!n++)
+			printf("the child called the driver: %s", line);
+	}
+	return n;
+}
+
 /* The child: the parent's CQs are not its own to read; a fabric of its
  * own, a write of host memory to itself. */
 static void child(void)
 {
 	static char hb[2 * LEN];
+	FILE *log = getenv("CUDA_DOUBLE_TRACE") ? tmpfile() : NULL;
 	struct t_fabric g;
 	struct t_ep e;
 	struct t_mr m;
 	int cx;
 
+	if (log)
+		dup2(fileno(log), STDERR_FILENO);
 	t_unprogress(a.cq);
 	t_unprogress(b.cq);
 	t_open(&g, NULL);
@@ -50,8 +74,10 @@ static void child(void)
 	t_post(e.cq, fi_write(e.ep, hb, LEN, m.desc, t_insert(&e, e.name),
 			      t_raddr(&g, &m, LEN), m.key, &cx));
 	t_expect(e.cq, &cx, FI_WRITE, (size_t) -1);
+	fflush(stdout);
 	/* No exit handlers: libfabric's would tidy up the parent's objects. */
-	_exit(t_check(hb + LEN, LEN, 9) ? 0 : 3);
+	_exit(!t_check(hb + LEN, LEN, 9) ? 3 : log && driver_calls(log) ? 4 :
+	      0);
 }
 
 static void case_fork(void)
@@ -643,6 +669,7 @@ static const struct t_case cases[] = {
 	T_CASE("close-orders", case_close_orders),
 	T_FRESH("fork-self-all", child_fork_self_all, T_NEED_SHIM,
 		"HMEMLOOP_SELF=all"),
+	T_FRESH("fork-trace", case_fork, T_NEED_DOUBLE, "CUDA_DOUBLE_TRACE=1"),
 	/* Copies are queried only where they are left in flight. */
 	T_FRESH("query-fault", child_query_fault, T_NEED_DOUBLE,
 		"CUDA_DOUBLE_FAIL_QUERY=2", "HMEMLOOP_ASYNC=1"),
