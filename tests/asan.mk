@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # make check-asan: libhmemloop and the rma, msg, wait,
-# stress and fuzz tests again with AddressSanitizer and
+# stress, fuzz and inflight tests again with AddressSanitizer and
 # UndefinedBehaviorSanitizer (per-target flags, in tests/asan/), run by the
 # harness through them (ASAN_T picks others among these). Any report fails
 # the run: UBSan does not recover, and leaks are reported.
 ASAN = -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-fno-omit-frame-pointer -g -O1
 ASAN_LD = -fsanitize=address,undefined
-ASAN_T = ^(rma|msg|wait|stress|fuzz)$$
+ASAN_T = ^(rma|msg|wait|stress|fuzz|inflight)$$
 EXTRA_LTLIBRARIES += tests/asan/libhmemloop.la tests/asan/libhmltest.la
 tests_asan_libhmemloop_la_SOURCES = $(libhmemloop_la_SOURCES)
 tests_asan_libhmemloop_la_CFLAGS = $(libhmemloop_la_CFLAGS) $(ASAN)
@@ -16,7 +16,7 @@ tests_asan_libhmemloop_la_LIBADD = $(LIBS)
 tests_asan_libhmltest_la_SOURCES = $(tests_libhmltest_la_SOURCES)
 tests_asan_libhmltest_la_CFLAGS = $(AM_CFLAGS) $(ASAN)
 asan_checks = tests/asan/rma tests/asan/msg tests/asan/wait \
-	tests/asan/stress tests/asan/fuzz
+	tests/asan/stress tests/asan/fuzz tests/asan/inflight
 EXTRA_PROGRAMS += $(asan_checks)
 ASAN_LDADD = tests/asan/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS) -lpthread
 tests_asan_rma_SOURCES = $(tests_rma_SOURCES)
@@ -39,6 +39,10 @@ tests_asan_fuzz_SOURCES = $(tests_fuzz_SOURCES)
 tests_asan_fuzz_CFLAGS = $(AM_CFLAGS) $(ASAN)
 tests_asan_fuzz_LDFLAGS = $(ASAN_LD)
 tests_asan_fuzz_LDADD = $(ASAN_LDADD)
+tests_asan_inflight_SOURCES = $(tests_inflight_SOURCES)
+tests_asan_inflight_CFLAGS = $(AM_CFLAGS) $(ASAN)
+tests_asan_inflight_LDFLAGS = $(ASAN_LD)
+tests_asan_inflight_LDADD = $(ASAN_LDADD)
 tests/asan/hmemloop: contrib/hmemloop.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests/asan && $(do_subst) -e 's|@HMEMLOOP_LIB[@]|$(abs_builddir)/tests/asan/.libs/libhmemloop.so|g' $(srcdir)/contrib/hmemloop.in >$@ && chmod +x $@
 CLEANFILES += tests/asan/hmemloop

@@ -175,31 +175,10 @@ static void cntr_done(struct fid_cntr *k, const char *name, const char *what)
 static void case_counters(void)
 {
 	const char *what = "counters, fi_write device to device";
-	struct fi_cntr_attr attr = {
-		.events = FI_CNTR_EVENTS_COMP,
-		.wait_obj = FI_WAIT_UNSPEC,
-	};
-	struct t_opts fo = { .caps = FI_MSG | FI_TAGGED | FI_RMA |
-				     FI_RMA_EVENT };
-	struct t_opts ao = { .cntr_flags = FI_WRITE };
-	struct t_opts bo = { .cntr_flags = FI_REMOTE_WRITE };
-	bool event = !t_try_open(&f, &fo);
+	bool event;
 	unsigned s;
 
-	if (event)
-		t_close(&f);
-	else
-		printf("note: %s has no FI_RMA_EVENT: the target's counter is "
-		       "not checked\n", t_prov);
-	if (!fab_open(event ? &fo : NULL, what))
-		return;
-	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
-	ao.cntr = cntrs[0];
-	if (event) {
-		t_fi(fi_cntr_open(f.domain, &attr, &cntrs[1], NULL));
-		bo.cntr = cntrs[1];
-	}
-	if (!eps_open(&ao, &bo, false, what))
+	if (!counted_open(&event, what))
 		return;
 	s = fill(DA);
 	zero(DB);
@@ -356,12 +335,7 @@ static const struct t_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	CUdevice dev;
-
-	t_init(argc, argv, NULL);
-	t_cuda_init();
-	t_cu(cuDeviceGet(&dev, 0));
-	t_cu(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
+	fx_init(argc, argv);
 	T_RUN_CASES(cases);
 	t_cases_done();
 	return 0;

@@ -53,12 +53,14 @@ extern uint8_t tmp[SPAN];
 extern unsigned long copies;		/* CUDA copy calls the test made */
 extern CUcontext cu_ctx;
 
+void fx_init(int argc, char **argv);
 bool is_dev(int n);
 const char *named(const char *what, int src, int dst);
 bool fab_open(const struct t_opts *o, const char *what);
 bool eps_open(const struct t_opts *ao, const struct t_opts *bo, bool three,
 	      const char *what);
 bool fx_open(const struct t_opts *ao, const char *what);
+bool counted_open(bool *event, const char *what);
 void fx_close(void);
 void put(int n, size_t off, const void *p, size_t len);
 void get(void *p, int n, size_t off, size_t len);
@@ -93,5 +95,9 @@ void case_close_mr(void);
 void child_fault(void);
 void child_no_sync(void);
 void child_batch(void);
+
+/* ---- inflight_close.c: the inflight test's closing orders ---- */
+
+void case_close_orders(void);
 
 #endif

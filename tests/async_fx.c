@@ -32,6 +32,18 @@ const char *named(const char *what, int src, int dst)
 
 /* ---- the fixture -------------------------------------------------------- */
 
+/* The test's arguments, and device 0's primary context (cu_ctx),
+ * current. */
+void fx_init(int argc, char **argv)
+{
+	CUdevice dev;
+
+	t_init(argc, argv, NULL);
+	t_cuda_init();
+	t_cu(cuDeviceGet(&dev, 0));
+	t_cu(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
+}
+
 /* A fabric with o's hints and the buffers registered; false (said why) if
  * the provider has none. */
 bool fab_open(const struct t_opts *o, const char *what)
@@ -111,6 +123,37 @@ bool eps_open(const struct t_opts *ao, const struct t_opts *bo,
 bool fx_open(const struct t_opts *ao, const char *what)
 {
 	return fab_open(NULL, what) && eps_open(ao, NULL, false, what);
+}
+
+/* The fixture with a's completions counted (cntrs[0], FI_WRITE) and,
+ * where the provider counts them (*event), b's (cntrs[1],
+ * FI_REMOTE_WRITE). */
+bool counted_open(bool *event, const char *what)
+{
+	struct fi_cntr_attr attr = {
+		.events = FI_CNTR_EVENTS_COMP,
+		.wait_obj = FI_WAIT_UNSPEC,
+	};
+	struct t_opts fo = { .caps = FI_MSG | FI_TAGGED | FI_RMA |
+				     FI_RMA_EVENT };
+	struct t_opts ao = { .cntr_flags = FI_WRITE };
+	struct t_opts bo = { .cntr_flags = FI_REMOTE_WRITE };
+
+	*event = !t_try_open(&f, &fo);
+	if (*event)
+		t_close(&f);
+	else
+		printf("note: %s has no FI_RMA_EVENT: the target's counter is "
+		       "not checked\n", t_prov);
+	if (!fab_open(*event ? &fo : NULL, what))
+		return false;
+	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
+	ao.cntr = cntrs[0];
+	if (*event) {
+		t_fi(fi_cntr_open(f.domain, &attr, &cntrs[1], NULL));
+		bo.cntr = cntrs[1];
+	}
+	return eps_open(&ao, &bo, false, what);
 }
 
 /* ---- bytes -------------------------------------------------------------- */

@@ -9,7 +9,7 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/wait tests/stress tests/regressions tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
 	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
-	tests/statsrun tests/async
+	tests/statsrun tests/async tests/inflight
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \
@@ -25,6 +25,9 @@ tests_statsrun_LDADD = $(LDADD) -lpthread
 tests_async_SOURCES = tests/async.c tests/async_fx.c tests/async_wait.c \
 	tests/async.h
 tests_async_LDADD = $(LDADD) -lpthread
+tests_inflight_SOURCES = tests/inflight.c tests/inflight_close.c \
+	tests/async_fx.c tests/async.h
+tests_inflight_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)

@@ -118,6 +118,12 @@ bool sync_fails(void)
 	return nth(&dbl.syncs, dbl.fail_sync, dbl.fail_sync_on);
 }
 
+/* cuStreamQuery and cuEventQuery: a fault the device reports late. */
+bool query_fails(void)
+{
+	return nth(&dbl.queries, dbl.fail_query, dbl.fail_query_on);
+}
+
 /* Map at a 2 MiB boundary, as a GPU aligns its address space. */
 static void *map_aligned(size_t bytes, int prot, int flags, int fd)
 {
@@ -188,6 +194,8 @@ static void init(void)
 			 __ATOMIC_RELAXED);
 	dbl.fail_copy = env_count("CUDA_DOUBLE_FAIL_COPY", 0, &dbl.fail_copy_on);
 	dbl.fail_sync = env_count("CUDA_DOUBLE_FAIL_SYNC", 0, &dbl.fail_sync_on);
+	dbl.fail_query = env_count("CUDA_DOUBLE_FAIL_QUERY", 0,
+				   &dbl.fail_query_on);
 	ndev = env_count("CUDA_DOUBLE_DEVICES", 1, NULL);
 	mib = env_count("CUDA_DOUBLE_MEM_MIB", DEFAULT_MEM >> 20, NULL);
 	if (ndev > MAX_DEVICES) {

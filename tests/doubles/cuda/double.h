@@ -215,9 +215,9 @@ struct dbl {
 	uint64_t ids;
 	unsigned long long ctx_ids;
 	bool trace;
-	uint64_t fail_copy, fail_sync;
-	bool fail_copy_on, fail_sync_on;	/* "N+": N and later */
-	uint64_t copies, syncs;
+	uint64_t fail_copy, fail_sync, fail_query;
+	bool fail_copy_on, fail_sync_on, fail_query_on;	/* "N+": N and later */
+	uint64_t copies, syncs, queries;
 };
 
 extern struct dbl dbl;
@@ -236,6 +236,7 @@ void ext_free(struct extents *e, uint64_t off);
 int driver_version(void);
 bool copy_fails(void);
 bool sync_fails(void);
+bool query_fails(void);
 
 /* double_ctx.c */
 struct CUctx_st *ctx_top(void);

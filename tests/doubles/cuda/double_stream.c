@@ -470,6 +470,8 @@ static CUresult stream_query(CUstream h, bool ptds)
 	r = stream_get(h, ptds, &s);
 	if (!r && s->legacy)
 		r = join(s);
+	if (!r && query_fails())
+		r = CUDA_ERROR_LAUNCH_FAILED;
 	if (r || !s->head)
 		goto out;
 	if (!s->polled) {
@@ -720,6 +722,8 @@ static CUresult event_query(struct CUevent_st *e)
 	lock();
 	if (!event_live(e)) {
 		r = CUDA_ERROR_INVALID_HANDLE;
+	} else if (query_fails()) {
+		r = CUDA_ERROR_LAUNCH_FAILED;
 	} else if (event_done(e)) {
 		r = CUDA_SUCCESS;
 	} else if (!e->polled) {

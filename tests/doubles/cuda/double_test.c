@@ -1093,6 +1093,26 @@ static int child_fail_sync(void)
 	return 0;
 }
 
+static int child_fail_query(void)
+{
+	CUdeviceptr a, b;
+	CUstream s;
+	CUevent e;
+
+	setup_one(&a);
+	must(cuMemAlloc(&b, LEN), "cuMemAlloc");
+	must(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+	must(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+	cuMemcpyDtoDAsync(b, a, LEN, s);
+	must(cuEventRecord(e, s), "cuEventRecord");
+	is(cuStreamQuery(s), CUDA_ERROR_NOT_READY, "FAIL_QUERY=2: query 1");
+	is(cuEventQuery(e), CUDA_ERROR_LAUNCH_FAILED,
+	   "query 2 fails with LAUNCH_FAILED");
+	is(cuStreamSynchronize(s), CUDA_SUCCESS, "a sync after it");
+	is(cuEventQuery(e), CUDA_SUCCESS, "query 3");
+	return 0;
+}
+
 /*
  * CUDA IPC: the handle test_ipc() exported, in DOUBLE_TEST_IPC as hex,
  * opened in this other process: the same bytes, both ways.
@@ -1140,6 +1160,7 @@ static const struct child {
 	{ "fail-copy", { "CUDA_DOUBLE_FAIL_COPY=3" }, child_fail_copy },
 	{ "fail-copy-on", { "CUDA_DOUBLE_FAIL_COPY=2+" }, child_fail_copy_on },
 	{ "fail-sync", { "CUDA_DOUBLE_FAIL_SYNC=2" }, child_fail_sync },
+	{ "fail-query", { "CUDA_DOUBLE_FAIL_QUERY=2" }, child_fail_query },
 };
 
 static const struct child ipc_child = { "ipc", { NULL }, child_ipc };
@@ -1150,6 +1171,7 @@ static void clean_env(void)
 	unsetenv("CUDA_DOUBLE_NO_DEVICE");
 	unsetenv("CUDA_DOUBLE_FAIL_COPY");
 	unsetenv("CUDA_DOUBLE_FAIL_SYNC");
+	unsetenv("CUDA_DOUBLE_FAIL_QUERY");
 	unsetenv("CUDA_DOUBLE_MEM_MIB");
 }
 
