@@ -28,11 +28,12 @@
  *
  * Where the driver has cuMemcpyBatchAsync (API 13.0), the copies of
  * operations completed later, posted while their stream has copies in
- * flight, wait in the stream's batch, and go to the driver together: when the batch is full, when a copy would touch what
- * one in it writes (the driver runs a batch's copies in any order), and
- * when anyone asks whether a copy in it has landed or waits for it. A
- * batch the driver refuses goes copy by copy, and a copy that fails then
- * is kept, by number, as its own operation's error.
+ * flight, wait in the stream's batch, and go to the driver together: when
+ * the batch is full, when a copy would touch what one in it writes (the
+ * driver runs a batch's copies in any order), and when anyone asks
+ * whether a copy in it has landed or waits for it. A batch the driver
+ * refuses goes copy by copy, and a copy that fails then is kept, by
+ * number, as its own operation's error.
  *
  * A stream is known by its context's ID, not its handle: a reset of the
  * device destroys the primary context's streams but keeps its handle, and
@@ -497,7 +498,7 @@ int hml_ticket_poll(struct hml_ticket *t)
 	int i, err;
 
 	if (over(t))
-		goto over;
+		goto known;
 	if (!live(s))
 		return gone();
 	if (__atomic_load_n(&s->sent, __ATOMIC_ACQUIRE) < t->seq)
@@ -512,7 +513,7 @@ int hml_ticket_poll(struct hml_ticket *t)
 		return hml_cuda_failed(i < 0 ? "cuStreamQuery" :
 					       "cuEventQuery", r);
 	landed(s, upto);
-over:
+known:
 	err = s ? failure(s, t->seq) : 0;
 	return err ? err : 1;
 }
