@@ -34,6 +34,8 @@ struct hml_mem {
 	int type;			/* enum hml_memtype */
 	int dev;			/* device ordinal, for HML_MEM_DEVICE */
 	CUcontext ctx;			/* its context, NULL for VMM memory */
+	CUdeviceptr start, end;		/* the allocation, as the driver
+					 * knows it (device memory) */
 };
 
 /* Classify a buffer, asking the driver. Memory of a process where the
@@ -51,6 +53,7 @@ struct hml_stream;
 struct hml_copy {
 	bool pushed;			/* begin made a context current */
 	bool batch;			/* pieces may wait in the stream's batch */
+	const struct hml_mem *where;	/* the device whose context copies */
 	struct hml_stream *s;
 	int err;
 };
@@ -72,7 +75,8 @@ void hml_cuda_free(const struct hml_mem *where, void *ptr);
 /* later: the copy is posted, and completes when a read finds it landed. */
 int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 		   bool later);
-void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n);
+void hml_copy_piece(struct hml_copy *c, void *dst, const struct hml_mem *dm,
+		    const void *src, const struct hml_mem *sm, size_t n);
 int hml_copy_end(struct hml_copy *c);
 /* End without waiting; on an error, wait as end does and leave t empty. */
 int hml_copy_post(struct hml_copy *c, struct hml_ticket *t);

@@ -30,6 +30,16 @@ struct hml_cudrv {
 	CUresult (*event_destroy)(CUevent event);
 	CUresult (*memcpy_async)(CUdeviceptr dst, CUdeviceptr src, size_t n,
 				 CUstream stream);
+	CUresult (*library_load)(CUlibrary *lib, const void *code,
+				 CUjit_option *jit_opts, void **jit_vals,
+				 unsigned int njit, CUlibraryOption *opts,
+				 void **vals, unsigned int nopts);
+	CUresult (*library_get_kernel)(CUkernel *k, CUlibrary lib,
+				       const char *name);
+	CUresult (*launch)(CUfunction f, unsigned int gx, unsigned int gy,
+			   unsigned int gz, unsigned int bx, unsigned int by,
+			   unsigned int bz, unsigned int shared,
+			   CUstream stream, void **params, void **extra);
 	/* optional: NULL before the 13.0 API */
 	CUresult (*memcpy_batch)(CUdeviceptr *dsts, CUdeviceptr *srcs,
 				 size_t *sizes, size_t count,

@@ -11,6 +11,7 @@
 #include <rdma/fi_errno.h>
 
 #include "hml_cudadrv.h"
+#include "hml_kernel.h"
 #include "hml_log.h"
 
 /*
@@ -33,7 +34,8 @@
  * driver runs a batch's copies in any order), and when anyone asks
  * whether a copy in it has landed or waits for it. A batch the driver
  * refuses goes copy by copy, and a copy that fails then is kept, by
- * number, as its own operation's error.
+ * number, as its own operation's error. A batch of device-to-device copies
+ * that hmemloop's kernel may make goes to it instead (kernel.c).
  *
  * A stream is known by its context's ID, not its handle: a reset of the
  * device destroys the primary context's streams but keeps its handle, and
@@ -43,7 +45,7 @@
 #define STREAMS 8
 #define MARKS 8
 #define MARK_EVERY 16
-#define BATCH 16
+#define BATCH HML_KERNEL_BATCH
 
 struct hml_fail {
 	struct hml_fail *next;
@@ -63,6 +65,7 @@ struct hml_stream {
 	pthread_mutex_t lock;		/* the batch, the marks, the failures */
 	uint64_t sent;			/* atomic: copies wholly queued */
 	int nb;				/* atomic: copies in the batch */
+	int nk;				/* those the kernel may make */
 	CUdeviceptr dst[BATCH], src[BATCH];
 	size_t len[BATCH];
 	uint64_t seq[BATCH];		/* whose pieces they are */
@@ -203,6 +206,7 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 	/* No stream: nothing for end to wait for. */
 	c->s = NULL;
 	c->batch = false;
+	c->where = where;
 	c->err = hml_cuda_enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
@@ -289,10 +293,11 @@ static int failure(struct hml_stream *s, uint64_t seq)
 	return err;
 }
 
-/* The driver refused s's batch: each copy goes alone, so that a failure
- * is its own operation's. Where none fails, the batch was refused for
- * itself: batches stop. */
-static void refused(struct hml_stream *s, CUresult r)
+/* The driver refused s's batch (sent by call): each copy goes alone, so
+ * that a failure is its own operation's. Where none fails, the batch was
+ * refused for itself: such batches stop (*on), as then says. */
+static void refused(struct hml_stream *s, const char *call, CUresult r,
+		    bool *on, const char *then)
 {
 	const char *name = "?";
 	bool all = true;
@@ -309,9 +314,8 @@ static void refused(struct hml_stream *s, CUresult r)
 	if (!all)
 		return;
 	hml_cu.error_name(r, &name);
-	hml_warn("cuMemcpyBatchAsync: %s, its copies alone succeeded: copies "
-		 "go one by one", name);
-	__atomic_store_n(&hml_cuda_batching, false, __ATOMIC_RELAXED);
+	hml_warn("%s: %s, its copies alone succeeded: %s", call, name, then);
+	__atomic_store_n(on, false, __ATOMIC_RELAXED);
 }
 
 /* Hand s's batch to the driver, in its context (the caller may be another
@@ -323,20 +327,34 @@ static void send_locked(struct hml_stream *s)
 	};
 	uint64_t upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
 	size_t first = 0;
-	bool pushed = false;
+	bool pushed = false, kernel;
 	CUresult r;
 
 	if (!s->nb)
 		goto out;
+	kernel = s->nk == s->nb &&
+		 __atomic_load_n(&hml_kernel_on, __ATOMIC_RELAXED);
 	r = hml_cuda_current(s->ctx, &pushed);
-	if (!r)
+	if (!r && kernel)
+		r = hml_kernel_copy(s->dst, s->src, s->len, s->nb, s->stream);
+	else if (!r && s->nb > 1)
 		r = hml_cu.memcpy_batch(s->dst, s->src, s->len, s->nb, &attr,
-				    &first, 1, s->stream);
-	if (r)
-		refused(s, r);
+					&first, 1, s->stream);
+	else if (!r)	/* a batch of one would only cost more */
+		r = hml_cu.memcpy_async(s->dst[0], s->src[0], s->len[0],
+					s->stream);
+	if (r && kernel)
+		refused(s, "cuLaunchKernel", r, &hml_kernel_on,
+			"batches go to the copy engines");
+	else if (r && s->nb > 1)
+		refused(s, "cuMemcpyBatchAsync", r, &hml_cuda_batching,
+			"copies go one by one");
+	else if (r)
+		fail(s, s->seq[0], hml_cuda_failed("cuMemcpyAsync", r));
 	if (upto)
 		mark(s, upto);
 	hml_cuda_leave(pushed);
+	s->nk = 0;
 	__atomic_store_n(&s->nb, 0, __ATOMIC_RELEASE);
 out:
 	raise_to(&s->sent, upto);
@@ -366,9 +384,10 @@ static bool clash(const struct hml_stream *s, CUdeviceptr dst,
 	return false;
 }
 
-/* Only this thread posts on s: its next copy is posted + 1. */
+/* Only this thread posts on s: its next copy is posted + 1. kernel: the
+ * copy kernel may make it. */
 static void add(struct hml_stream *s, CUdeviceptr dst, CUdeviceptr src,
-		size_t n)
+		size_t n, bool kernel)
 {
 	int i;
 
@@ -380,11 +399,13 @@ static void add(struct hml_stream *s, CUdeviceptr dst, CUdeviceptr src,
 	s->src[i] = src;
 	s->len[i] = n;
 	s->seq[i] = __atomic_load_n(&s->posted, __ATOMIC_RELAXED) + 1;
+	s->nk += kernel;
 	__atomic_store_n(&s->nb, i + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->lock);
 }
 
-void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
+void hml_copy_piece(struct hml_copy *c, void *dst, const struct hml_mem *dm,
+		    const void *src, const struct hml_mem *sm, size_t n)
 {
 	CUdeviceptr d = (CUdeviceptr) (uintptr_t) dst;
 	CUdeviceptr s = (CUdeviceptr) (uintptr_t) src;
@@ -393,7 +414,8 @@ void hml_copy_piece(struct hml_copy *c, void *dst, const void *src, size_t n)
 	if (c->err)
 		return;
 	if (c->batch) {
-		add(c->s, d, s, n);
+		add(c->s, d, s, n, hml_kernel_fits(d, dm, s, sm, n, c->where) &&
+				   hml_kernel_ready());
 		return;
 	}
 	/* After the batch: the stream's order is the copies' order. */

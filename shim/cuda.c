@@ -39,6 +39,9 @@ static const struct hml_cuda_sym symbols[] = {
 	SYM("cuEventQuery", event_query),
 	SYM("cuEventDestroy", event_destroy),
 	SYM("cuMemcpyAsync", memcpy_async),
+	SYM("cuLibraryLoadData", library_load),
+	SYM("cuLibraryGetKernel", library_get_kernel),
+	SYM("cuLaunchKernel", launch),
 	SYM("cuMemAlloc", mem_alloc),
 	SYM("cuMemFree", mem_free),
 #undef SYM
@@ -122,23 +125,28 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 		CU_POINTER_ATTRIBUTE_IS_MANAGED,
 		CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 		CU_POINTER_ATTRIBUTE_CONTEXT,
+		CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+		CU_POINTER_ATTRIBUTE_RANGE_SIZE,
 	};
 	unsigned int type = 0, managed = 0;
 	CUcontext ctx = NULL;
+	CUdeviceptr start = 0;
+	size_t size = 0;
 	int dev = -1;
-	void *data[] = { &type, &managed, &dev, &ctx };
+	void *data[] = { &type, &managed, &dev, &ctx, &start, &size };
 	CUresult r;
 
 	pthread_once(&load_once, load);
 	*m = (struct hml_mem) { .type = HML_MEM_HOST };
 	if (!usable)
 		return 0;
-	r = hml_cu.pointer_attrs(4, attrs, data, (CUdeviceptr) (uintptr_t) ptr);
+	r = hml_cu.pointer_attrs(6, attrs, data, (CUdeviceptr) (uintptr_t) ptr);
 	if (r)
 		return hml_cuda_failed("cuPointerGetAttributes", r);
 	/* Managed memory counts as device memory: it may live there. */
 	if (type == CU_MEMORYTYPE_DEVICE || managed)
-		*m = (struct hml_mem) { HML_MEM_DEVICE, dev, ctx };
+		*m = (struct hml_mem) { HML_MEM_DEVICE, dev, ctx, start,
+					start + size };
 	return 0;
 }
 

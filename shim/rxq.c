@@ -324,8 +324,11 @@ struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
 	if (src->device) {
 		u->side.mem[0] = *hml_side_device(src);
 		u->side.device = true;
-		if (!hml_cuda_alloc(&u->side.mem[0], size, &buf))
+		if (!hml_cuda_alloc(&u->side.mem[0], size, &buf)) {
+			u->side.mem[0].start = (CUdeviceptr) (uintptr_t) buf;
+			u->side.mem[0].end = u->side.mem[0].start + size;
 			*err = 0;
+		}
 	} else if ((buf = malloc(size))) {
 		*err = 0;
 	}

@@ -221,7 +221,8 @@ int hml_move(const struct hml_side *dst, const struct hml_side *src,
 			waited = true;
 			memcpy(d, s, n);
 		} else
-			hml_copy_piece(&copy, d, s, n);
+			hml_copy_piece(&copy, d, &dst->mem[di], s,
+				       &src->mem[si], n);
 		len -= n;
 		doff += n;
 		soff += n;

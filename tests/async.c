@@ -20,9 +20,15 @@
  *                                  through hmemloop (HMEMLOOP_SELF=all)
  *   no-sync-off, no-sync           posting waits for no copy (the double's
  *                                  trace), or, HMEMLOOP_ASYNC=0, does
+ *   batch, batch-off,              copies go to the driver together: kernel
+ *   batch-old-driver,              launches, or batches with
+ *   batch-engines                  HMEMLOOP_KERNEL=0; alone where batches
+ *                                  are off or the driver older
+ *   kernel-bounds                  a copy past its allocation never reaches
+ *                                  the kernel
  *
- * Without hmemloop the first device transfer fails. fault, self-all and
- * the no-sync ones run in a process of their own.
+ * Without hmemloop the first device transfer fails. fault, self-all, the
+ * no-sync, batch and kernel ones run in a process of their own.
  */
 #include "async.h"
 
@@ -331,6 +337,10 @@ static const struct t_case cases[] = {
 		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_BATCH=0"),
 	T_FRESH("batch-old-driver", child_batch, T_NEED_DOUBLE | T_NEED_SHIM,
 		"CUDA_DOUBLE_TRACE=1", "CUDA_DOUBLE_VERSION=12080"),
+	T_FRESH("batch-engines", child_batch, T_NEED_DOUBLE | T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_KERNEL=0"),
+	T_FRESH("kernel-bounds", child_kernel_bounds,
+		T_NEED_DOUBLE | T_NEED_SHIM),
 };
 
 int main(int argc, char **argv)

@@ -95,6 +95,7 @@ void case_close_mr(void);
 void child_fault(void);
 void child_no_sync(void);
 void child_batch(void);
+void child_kernel_bounds(void);
 
 /* ---- inflight_close.c: the inflight test's closing orders ---- */
 

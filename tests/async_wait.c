@@ -212,25 +212,15 @@ void case_close_mr(void)
 
 /* ---- 7. a copy that fails (a process of its own) ------------------------- */
 
-void child_fault(void)
+/* Every entry of the N writes from DA's slots to DB's first (the checks'
+ * own copies come after): write bad's is FI_EIO, the others succeed; then
+ * bad's slot holds nothing, the others their bytes. */
+static void one_failed(int bad, unsigned s, const char *what)
 {
-	const char *what = "a copy fails among writes in flight";
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	bool seen[N] = { false }, failed = false;
-	const int bad = FAIL_OP - 1;
-	unsigned s;
 
-	if (!fx_open(NULL, what))
-		return;
-	s = fill(DA);
-	zero(DB);
-	t_assert(copies <= FAIL_AT - FAIL_OP, "test bug: %lu copies before "
-		 "the first write", copies);
-	while (copies < FAIL_AT - FAIL_OP)
-		put(DC, 0, tmp, 1);
-	post_all(&a, WRITE, DA, DB, ctx);
-	/* Every entry first: the checks' own copies come after. */
 	for (int n = 0; n < N; n++) {
 		int ret = t_wait(a.cq, &e, &err);
 
@@ -250,8 +240,7 @@ void child_fault(void)
 				   e.op_context, what);
 		}
 	}
-	t_assert(failed, "%s: write %d succeeded: its copy did not fail",
-		 what, bad);
+	t_assert(failed, "%s: write %d succeeded", what, bad);
 	get(tmp, DB, 0, SPAN);
 	for (int i = 0; i < N; i++) {
 		uint8_t zeros[LEN] = { 0 };
@@ -262,6 +251,24 @@ void child_fault(void)
 	}
 	t_ok("%s: write %d alone failed (%s) and moved nothing; the %d "
 	     "others landed", what, bad, fi_strerror(FI_EIO), N - 1);
+}
+
+void child_fault(void)
+{
+	const char *what = "a copy fails among writes in flight";
+	const int bad = FAIL_OP - 1;
+	unsigned s;
+
+	if (!fx_open(NULL, what))
+		return;
+	s = fill(DA);
+	zero(DB);
+	t_assert(copies <= FAIL_AT - FAIL_OP, "test bug: %lu copies before "
+		 "the first write", copies);
+	while (copies < FAIL_AT - FAIL_OP)
+		put(DC, 0, tmp, 1);
+	post_all(&a, WRITE, DA, DB, ctx);
+	one_failed(bad, s, what);
 	fx_close();
 }
 
@@ -352,20 +359,22 @@ void child_no_sync(void)
 
 /*
  * N writes posted, then their entries read, with the double's trace
- * caught: the copies went to the driver in batches of more than one
- * (cuMemcpyBatchAsync; the first, to an idle stream, alone), unless
- * HMEMLOOP_BATCH=0 or the driver is older than the 13.0 API
- * (CUDA_DOUBLE_VERSION), where each went alone (cuMemcpyAsync). The bytes
- * are right either way.
+ * caught: the copies went to the driver in batches of more than one (the
+ * first, to an idle stream, alone): launches of hmemloop's copy kernel,
+ * or with HMEMLOOP_KERNEL=0 cuMemcpyBatchAsync; unless HMEMLOOP_BATCH=0
+ * or the driver is older than the 13.0 API (CUDA_DOUBLE_VERSION), where
+ * each went alone (cuMemcpyAsync). The bytes are right either way.
  */
 void child_batch(void)
 {
 	const char *what = "fi_write device to device, copies to the driver";
 	const char *off = getenv("HMEMLOOP_BATCH");
 	const char *version = getenv("CUDA_DOUBLE_VERSION");
+	const char *kernel = getenv("HMEMLOOP_KERNEL");
 	bool alone = (off && !strcmp(off, "0")) ||
 		     (version && atoi(version) < 13000);
-	int saved, batches, singles;
+	bool engines = kernel && !strcmp(kernel, "0");
+	int saved, batches, launches, singles;
 	FILE *log;
 	unsigned s;
 
@@ -374,19 +383,59 @@ void child_batch(void)
 	reap(&a, ctx, -1, 0, what);
 	caught(saved);
 	batches = calls_in(log, "cuMemcpyBatchAsync");
+	launches = calls_in(log, "cuLaunchKernel");
 	singles = calls_in(log, "cuMemcpyAsync");
 	fclose(log);
 	for (int i = 0; i < N; i++)
 		check_slot(DB, i, LEN, s + i, what);
 	if (alone)
-		t_assert(!batches && singles == N, "%s: %d batches and %d "
-			 "single copies for %d writes, expected %d single",
-			 what, batches, singles, N, N);
+		t_assert(!batches && !launches && singles == N, "%s: %d "
+			 "batches, %d launches and %d single copies for %d "
+			 "writes, expected %d single", what, batches, launches,
+			 singles, N, N);
 	else
-		t_assert(batches && batches + singles < N, "%s: %d batches "
-			 "and %d single copies for %d writes, expected fewer "
-			 "calls than writes", what, batches, singles, N);
-	t_ok("%s: %d batches and %d single copies for %d writes", what,
-	     batches, singles, N);
+		t_assert((engines ? batches && !launches :
+				    launches && !batches) &&
+			 batches + launches + singles < N, "%s: %d batches, "
+			 "%d launches and %d single copies for %d writes, "
+			 "expected fewer %s than writes", what, batches,
+			 launches, singles, N, engines ? "batches" :
+			 "kernel launches");
+	t_ok("%s: %d batches, %d kernel launches and %d single copies for %d "
+	     "writes", what, batches, launches, singles, N);
+	fx_close();
+}
+
+/*
+ * A write among others in flight whose source runs past the end of its
+ * allocation must not reach the copy kernel: on a GPU the kernel's fault
+ * would take the application's context (the double stops the process).
+ * It goes to the copy engines, which refuse it: its own error, FI_EIO, and
+ * the others land.
+ */
+void child_kernel_bounds(void)
+{
+	const char *what = "a write past its buffer's allocation among writes "
+			   "in flight";
+	const int bad = FAIL_OP;
+	CUdeviceptr base;
+	size_t size;
+	unsigned s;
+
+	if (!fx_open(NULL, what))
+		return;
+	t_cu(cuMemGetAddressRange(&base, &size,
+				  (CUdeviceptr) (uintptr_t) buf[DA]));
+	s = fill(DA);
+	zero(DB);
+	for (int i = 0; i < N; i++) {
+		void *l = i == bad ? (void *) (uintptr_t) (base + size - LEN / 2) :
+				     (char *) buf[DA] + (size_t) i * LEN;
+
+		t_post(a.cq, fi_write(a.ep, l, LEN, mr[DA].desc, a_to_b,
+				      t_raddr(&f, &mr[DB], (size_t) i * LEN),
+				      mr[DB].key, &ctx[i]));
+	}
+	one_failed(bad, s, what);
 	fx_close();
 }

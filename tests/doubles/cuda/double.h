@@ -235,6 +235,10 @@ int ext_alloc(struct extents *e, uint64_t len, uint64_t align, uint64_t hint,
 void ext_free(struct extents *e, uint64_t off);
 int driver_version(void);
 bool copy_fails(void);
+/* double_copy.c: the copies of a batch or of a kernel launch */
+CUresult copies_async(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
+		      const size_t *sizes, size_t count, CUstream h,
+		      bool kernel);
 bool sync_fails(void);
 bool query_fails(void);
 

@@ -9,6 +9,7 @@
  */
 #include "double.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,16 +434,65 @@ API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
 }
 
 /*
- * A batch is checked whole before any of it is queued, and fails whole.
- * Its copies run in no promised order: the double runs them last to
- * first, so that a caller that batches dependent copies sees it.
+ * The copies of a batch, or of a launch of hmemloop's copy kernel, are
+ * checked whole before any of them is queued. A batch fails whole. A
+ * kernel that touches memory outside the device's allocations kills its
+ * context on a GPU, which the application does not survive: the double
+ * stops the process. The copies run in no promised order: the double runs
+ * them last to first, so that a caller that batches dependent copies sees
+ * it.
  */
+CUresult copies_async(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
+		      const size_t *sizes, size_t count, CUstream h,
+		      bool kernel)
+{
+	unsigned ok = kernel ? M(MEM_DEVICE) | M(MEM_MANAGED) : ANY;
+	struct side d, s;
+	CUresult r = CUDA_SUCCESS;
+	size_t i;
+
+	lock();
+	for (i = 0; i < count && !r; i++)
+		if (sizes[i] && !(r = side_of(dsts[i], sizes[i], true, ok, &d)))
+			r = side_of(srcs[i], sizes[i], false, ok, &s);
+	if (r && kernel) {
+		i--;
+		fprintf(stderr, "cuda double: the copy kernel's copy of %zu "
+			"bytes from %#llx to %#llx leaves device memory: on a "
+			"GPU the context is lost\n", sizes[i],
+			(unsigned long long) srcs[i],
+			(unsigned long long) dsts[i]);
+		abort();
+	}
+	/* fault injection counts each copy; the call fails whole */
+	for (i = 0; i < count && !r; i++)
+		if (copy_fails()) {
+			bad.dst = dsts[i];
+			bad.src = srcs[i];
+			bad.len = sizes[i];
+			bad.set = true;
+			r = kernel ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES :
+				     CUDA_ERROR_ILLEGAL_ADDRESS;
+		}
+	unlock();
+	if (r)
+		return r;
+	for (i = count; i-- > 0 && !r;) {
+		struct xfer x = {
+			.dst = dsts[i], .src = srcs[i], .len = sizes[i],
+			.stream = h, .async = true, .dst_ok = ok,
+			.src_ok = ok, .batched = true,
+		};
+
+		r = copy(&x);
+	}
+	return r;
+}
+
 static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 		      size_t count, CUmemcpyAttributes *attrs,
 		      size_t *attrs_idxs, size_t nattrs, CUstream h)
 {
-	struct side d, s;
-	CUresult r = CUDA_SUCCESS;
 	size_t i;
 
 	if (!ready())
@@ -457,32 +507,7 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 		    attrs[i].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
 		    attrs[i].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
 			return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	for (i = 0; i < count && !r; i++)
-		if (sizes[i] && !(r = side_of(dsts[i], sizes[i], true, ANY, &d)))
-			r = side_of(srcs[i], sizes[i], false, ANY, &s);
-	/* fault injection counts each copy; the batch fails whole */
-	for (i = 0; i < count && !r; i++)
-		if (copy_fails()) {
-			bad.dst = dsts[i];
-			bad.src = srcs[i];
-			bad.len = sizes[i];
-			bad.set = true;
-			r = CUDA_ERROR_ILLEGAL_ADDRESS;
-		}
-	unlock();
-	if (r)
-		return r;
-	for (i = count; i-- > 0 && !r;) {
-		struct xfer x = {
-			.dst = dsts[i], .src = srcs[i], .len = sizes[i],
-			.stream = h, .async = true, .dst_ok = ANY,
-			.src_ok = ANY, .batched = true,
-		};
-
-		r = copy(&x);
-	}
-	return r;
+	return copies_async(dsts, srcs, sizes, count, h, false);
 }
 
 API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs,

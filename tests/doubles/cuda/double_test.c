@@ -487,6 +487,24 @@ static void test_lateness(void)
 
 /* cuMemcpyBatchAsync (13.0): checked whole, late like any async copy,
  * its copies in no promised order (the double runs them last first). */
+/* Three buffers, a's bytes 0xaN, b's 0xbN and c's 0xcN. */
+static void abc(CUdeviceptr *a, CUdeviceptr *b, CUdeviceptr *c, int n)
+{
+	must(cuMemAlloc(a, LEN), "cuMemAlloc");
+	must(cuMemAlloc(b, LEN), "cuMemAlloc");
+	must(cuMemAlloc(c, LEN), "cuMemAlloc");
+	fill(*a, 0xa0 + n, LEN);
+	fill(*b, 0xb0 + n, LEN);
+	fill(*c, 0xc0 + n, LEN);
+}
+
+static void free_abc(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c)
+{
+	cuMemFree(a);
+	cuMemFree(b);
+	cuMemFree(c);
+}
+
 static void test_batch(void)
 {
 	CUmemcpyAttributes attr = {
@@ -495,12 +513,7 @@ static void test_batch(void)
 	CUdeviceptr a, b, c, dsts[2], srcs[2];
 	size_t sizes[2] = { LEN, LEN }, first = 0, late = 1;
 
-	must(cuMemAlloc(&a, LEN), "cuMemAlloc");
-	must(cuMemAlloc(&b, LEN), "cuMemAlloc");
-	must(cuMemAlloc(&c, LEN), "cuMemAlloc");
-	fill(a, 0xa1, LEN);
-	fill(b, 0xb1, LEN);
-	fill(c, 0xc1, LEN);
+	abc(&a, &b, &c, 1);
 	dsts[0] = b;
 	srcs[0] = a;
 	dsts[1] = c;
@@ -528,9 +541,48 @@ static void test_batch(void)
 	cuStreamSynchronize(s1);
 	report(peek(b) == 0xa1 && peek(c) == 0xb1, "its copies ran last "
 	       "first: c = b, then b = a");
-	cuMemFree(a);
-	cuMemFree(b);
-	cuMemFree(c);
+	free_abc(a, b, c);
+}
+
+/* hmemloop's copy kernel: its parameter is 16 destinations, 16 sources
+ * and 16 lengths; gridDim.y copies of it run, in no order. */
+static void test_kernel(void)
+{
+	static const char ptx[] = ".version 7.0\n.target sm_70\n"
+				  ".entry hml_copy(.param .b8 b[384]) {}\n";
+	struct { CUdeviceptr d[16], s[16]; uint64_t n[16]; } p = { 0 };
+	void *args[] = { &p };
+	CUdeviceptr a, b, c;
+	CUlibrary lib;
+	CUkernel k;
+
+	abc(&a, &b, &c, 2);
+	is(cuLibraryLoadData(&lib, "\x7f" "ELF", NULL, NULL, 0, NULL, NULL, 0),
+	   CUDA_ERROR_INVALID_IMAGE, "a library that is not PTX text");
+	must(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0),
+	     "cuLibraryLoadData");
+	is(cuLibraryGetKernel(&k, lib, "other"), CUDA_ERROR_NOT_FOUND,
+	   "a kernel the library lacks");
+	must(cuLibraryGetKernel(&k, lib, "hml_copy"), "cuLibraryGetKernel");
+	/* b = a, then c = b: in no order, the double's last first */
+	p.d[0] = b;
+	p.s[0] = a;
+	p.n[0] = LEN;
+	p.d[1] = c;
+	p.s[1] = b;
+	p.n[1] = LEN;
+	is(cuLaunchKernel((CUfunction) k, 1, 17, 1, 256, 1, 1, 0, s1, args,
+			  NULL), CUDA_ERROR_INVALID_VALUE,
+	   "a launch of more copies than the parameter has");
+	must(cuLaunchKernel((CUfunction) k, 1, 2, 1, 256, 1, 1, 0, s1, args,
+			    NULL), "cuLaunchKernel");
+	report(peek(b) == 0xb2 && peek(c) == 0xc2,
+	       "a launch has not landed before its stream syncs");
+	cuStreamSynchronize(s1);
+	report(peek(b) == 0xa2 && peek(c) == 0xb2, "its copies ran last "
+	       "first: c = b, then b = a");
+	must(cuLibraryUnload(lib), "cuLibraryUnload");
+	free_abc(a, b, c);
 }
 
 static void test_legacy(void)
@@ -1256,6 +1308,7 @@ int main(int argc, char **argv)
 	test_roundtrip();
 	test_lateness();
 	test_batch();
+	test_kernel();
 	test_legacy();
 	test_events();
 	test_sync_memops();

@@ -12,6 +12,7 @@ tests_doubles_cuda_libcuda_la_SOURCES = \
 	tests/doubles/cuda/double_copy.c \
 	tests/doubles/cuda/double_ctx.c \
 	tests/doubles/cuda/double_ipc.c \
+	tests/doubles/cuda/double_kernel.c \
 	tests/doubles/cuda/double_mem.c \
 	tests/doubles/cuda/double_proc.c \
 	tests/doubles/cuda/double_stream.c \
