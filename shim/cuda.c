@@ -197,9 +197,12 @@ static CUresult reprimary(int ordinal, CUcontext dead, CUcontext *ctx)
 
 /* The child of a fork() is a new process: the parent's retained contexts
  * are not its own, and the lock may have been held by a thread it does
- * not have. */
+ * not have. Where the parent had initialised the driver, the child cannot
+ * use it (every call answers CUDA_ERROR_NOT_INITIALIZED): its memory is
+ * host memory to hmemloop, as where there is no driver. */
 static void forked(void)
 {
+	usable = false;
 	memset(primaries, 0, sizeof(primaries));
 	pthread_mutex_init(&failed_lock, NULL);
 }

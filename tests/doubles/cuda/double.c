@@ -217,6 +217,22 @@ out:
 	__atomic_store_n(&state, init_result ? -1 : 1, __ATOMIC_RELEASE);
 }
 
+/* The child of a fork() of a process that initialised the driver cannot
+ * use it: every call there answers CUDA_ERROR_NOT_INITIALIZED, cuInit
+ * too (an H200, driver 580). */
+static void forked(void)
+{
+	if (ready()) {
+		init_result = CUDA_ERROR_NOT_INITIALIZED;
+		__atomic_store_n(&state, -1, __ATOMIC_RELEASE);
+	}
+}
+
+__attribute__((constructor)) static void fork_init(void)
+{
+	pthread_atfork(NULL, NULL, forked);
+}
+
 API CUresult cuInit(unsigned int flags)
 {
 	if (flags)
