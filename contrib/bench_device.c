@@ -22,6 +22,9 @@
 
 #include "bench_dev.h"
 
+/* Sizes up to which every operation outstanding has bytes of its own. */
+#define SLOTS_UPTO (8UL << 20)
+
 static const struct b_dir same_dirs[] = {
 	{ "D2D", "device to device", DEV_A, DEV_B },
 	{ "H2D", "host to device", HOST_A, DEV_B },
@@ -49,19 +52,38 @@ static CUdeviceptr dp(const void *p)
 	return (CUdeviceptr) (uintptr_t) p;
 }
 
+/* Slots: one for each operation outstanding, in one lane or all of
+ * --mixed's. */
+static unsigned slots(int window)
+{
+	return window > B_MIX_THREADS * B_MIX_WINDOW ?
+	       window : B_MIX_THREADS * B_MIX_WINDOW;
+}
+
 /*
  * Where the k-th slot starts. In a message rate, each operation
  * outstanding moves bytes of its own, as an application's transfers do,
- * wherever the slots of all of them fit in the buffers; else they share
- * the start. The ceiling's copies take the same slots; staging, one
- * operation's path through the host, its buffers' start.
+ * wherever the slots of all of them fit in the buffers (they do up to
+ * SLOTS_UPTO: buf_len); else they share the start, and each operation
+ * writes the bytes of the one before. The ceiling's copies take the same
+ * slots; staging, one operation's path through the host, its buffers'
+ * start.
  */
 static size_t at(const struct b_ctx *c, unsigned k, size_t len)
 {
-	unsigned n = c->lane.window > B_MIX_THREADS * B_MIX_WINDOW ?
-		     c->lane.window : B_MIX_THREADS * B_MIX_WINDOW;
+	unsigned n = slots(c->lane.window);
 
 	return (size_t) n * len <= c->len ? k % n * len : 0;
+}
+
+/* The buffers' length for sizes up to max: max, or room for the slots of
+ * sizes up to SLOTS_UPTO. */
+static size_t buf_len(size_t max)
+{
+	size_t room = slots(b_opt.window) *
+		      (max < SLOTS_UPTO ? max : SLOTS_UPTO);
+
+	return room > max ? room : max;
 }
 
 /* n copies, then one synchronization: of the bench's stream on the
@@ -602,7 +624,7 @@ int b_ctx_open(struct b_ctx *c, size_t len, char *why, size_t whylen)
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	c->len = len;
+	len = c->len = buf_len(len);
 	if (b_mode->alloc(c, len)) {
 		snprintf(why, whylen, "%s", b_errmsg);
 		return -1;
