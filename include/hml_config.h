@@ -37,10 +37,11 @@
 	  "copies queued together go to the driver in one "		\
 	  "`cuMemcpyBatchAsync`; `0`: one `cuMemcpyAsync` each")	\
 	X(kernel, "HMEMLOOP_KERNEL", BOOL, "1", "0 1",			\
-	  "`1`: a batch of device-to-device copies, each within one "	\
-	  "allocation on the copying device, runs as one launch of "	\
-	  "hmemloop's copy kernel on the GPU's cores; `0`: it goes to the " \
-	  "copy engines (`cuMemcpyBatchAsync`)")				\
+	  "`1`: a batch of copies from or to device memory, each within " \
+	  "one allocation of the copying context, device or pinned host " \
+	  "memory, runs as one launch of hmemloop's copy kernel on the " \
+	  "GPU's cores; `0`: it goes to the copy engines "		\
+	  "(`cuMemcpyBatchAsync`)")					\
 	X(hmem, "HMEMLOOP_HMEM", ENUM, "auto", "off auto on",		\
 	  "ask the provider for `FI_HMEM` on the application's behalf, for " \
 	  "device memory between processes (see Between processes): " \

@@ -35,7 +35,9 @@ struct hml_mem {
 	int dev;			/* device ordinal, for HML_MEM_DEVICE */
 	CUcontext ctx;			/* its context, NULL for VMM memory */
 	CUdeviceptr start, end;		/* the allocation, as the driver
-					 * knows it (device memory) */
+					 * knows it (device memory, and
+					 * host memory it pinned) */
+	unsigned access;		/* CU_POINTER_ATTRIBUTE_ACCESS_FLAGS */
 };
 
 /* Classify a buffer, asking the driver. Memory of a process where the

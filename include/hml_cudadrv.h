@@ -14,6 +14,7 @@ struct hml_cudrv {
 	CUresult (*pointer_attrs)(unsigned int n, CUpointer_attribute *attrs,
 				  void **data, CUdeviceptr ptr);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
+	CUresult (*device_attr)(int *v, CUdevice_attribute attr, CUdevice dev);
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*ctx_get_current)(CUcontext *ctx);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* kernel.c, for copy.c: a batch of device-to-device copies as one launch
- * of hmemloop's own kernel. */
+/* kernel.c, for copy.c: a batch of copies between device memory and device
+ * or pinned host memory as one launch of hmemloop's own kernel. */
 #ifndef HML_KERNEL_H
 #define HML_KERNEL_H
 #include "hml_cuda.h"

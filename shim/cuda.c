@@ -24,6 +24,7 @@ static const struct hml_cuda_sym symbols[] = {
 	SYM("cuGetErrorName", error_name),
 	SYM("cuPointerGetAttributes", pointer_attrs),
 	SYM("cuDeviceGet", device_get),
+	SYM("cuDeviceGetAttribute", device_attr),
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
 	SYM("cuDevicePrimaryCtxRelease", primary_release),
 	SYM("cuCtxGetCurrent", ctx_get_current),
@@ -127,26 +128,31 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 		CU_POINTER_ATTRIBUTE_CONTEXT,
 		CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
 		CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+		CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
 	};
-	unsigned int type = 0, managed = 0;
+	unsigned int type = 0, managed = 0, access = 0;
 	CUcontext ctx = NULL;
 	CUdeviceptr start = 0;
 	size_t size = 0;
 	int dev = -1;
-	void *data[] = { &type, &managed, &dev, &ctx, &start, &size };
+	void *data[] = { &type, &managed, &dev, &ctx, &start, &size, &access };
+	bool device;
 	CUresult r;
 
 	pthread_once(&load_once, load);
 	*m = (struct hml_mem) { .type = HML_MEM_HOST };
 	if (!usable)
 		return 0;
-	r = hml_cu.pointer_attrs(6, attrs, data, (CUdeviceptr) (uintptr_t) ptr);
+	r = hml_cu.pointer_attrs(7, attrs, data, (CUdeviceptr) (uintptr_t) ptr);
 	if (r)
 		return hml_cuda_failed("cuPointerGetAttributes", r);
-	/* Managed memory counts as device memory: it may live there. */
-	if (type == CU_MEMORYTYPE_DEVICE || managed)
-		*m = (struct hml_mem) { HML_MEM_DEVICE, dev, ctx, start,
-					start + size };
+	/* Managed memory counts as device memory: it may live there. Host
+	 * memory the driver pinned has an allocation, pageable memory none
+	 * (an H200, driver 580). */
+	device = type == CU_MEMORYTYPE_DEVICE || managed;
+	if (device || start)
+		*m = (struct hml_mem) { device ? HML_MEM_DEVICE : HML_MEM_HOST,
+					dev, ctx, start, start + size, access };
 	return 0;
 }
 

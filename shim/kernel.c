@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The copy kernel: a batch of device-to-device copies as one launch.
+ * The copy kernel: a batch of copies between device memory and device or
+ * pinned host memory as one launch.
  *
  * The copy engines take 3.5 to 5 µs of the GPU's time for each copy
  * however small, batched or not (an H200, driver 580); one launch of this
@@ -11,7 +12,8 @@
  *
  * A kernel that touches memory it should not kills its context, the
  * application's: only copies within one allocation on each side, known to
- * the driver, come here.
+ * the driver, come here, and into host memory only where the driver lets
+ * the device write.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -28,6 +30,10 @@
  * application's SMs as long. */
 #define MAX_LEN (8 << 20)
 #define MAX_MISALIGNED 4096
+/* Pinned host memory, read and written over the bus where the host has it:
+ * a batch of 16 copies to or from it of up to 128 KiB takes 36 to 88 %
+ * less time than on the engines, from 512 KiB about as long (an H200). */
+#define MAX_HOST_LEN (128 << 10)
 #define THREADS 256
 /* Eight blocks for each of an H200's 132 SMs: a copy alone of 2 MiB or
  * more needs them all to keep up with an engine. */
@@ -143,13 +149,45 @@ bool hml_kernel_ready(void)
 	return __atomic_load_n(&hml_kernel_on, __ATOMIC_ACQUIRE);
 }
 
-/* Is [p, p + n) within the allocation m knows, on the copy's device? */
-static bool inside(CUdeviceptr p, size_t n, const struct hml_mem *m,
-		   const struct hml_mem *where)
+/* Does device ordinal reach registered host memory at its host address?
+ * (Memory of cuMemHostAlloc it does wherever addressing is unified.)
+ * Asked once a device: 1 yes, -1 no. */
+static signed char host_ok[64];
+
+static bool host_reached(int ordinal)
 {
-	return m->type == HML_MEM_DEVICE && m->dev == where->dev &&
-	       m->ctx == where->ctx && p >= m->start && p <= m->end &&
-	       n <= m->end - p;
+	signed char ok;
+	CUdevice dev;
+	int v = 0;
+
+	if (ordinal < 0 || ordinal >= 64)
+		return false;
+	ok = __atomic_load_n(&host_ok[ordinal], __ATOMIC_RELAXED);
+	if (!ok) {
+		ok = !hml_cu.device_get(&dev, ordinal) &&
+		     !hml_cu.device_attr(&v,
+			CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+			dev) && v ? 1 : -1;
+		__atomic_store_n(&host_ok[ordinal], ok, __ATOMIC_RELAXED);
+	}
+	return ok > 0;
+}
+
+/* Is [p, p + n) within the allocation m knows, in the copy's context, and
+ * is it device memory, or pinned host memory the kernel may read (and
+ * write, for a destination)? */
+static bool inside(CUdeviceptr p, size_t n, const struct hml_mem *m,
+		   const struct hml_mem *where, bool write)
+{
+	unsigned need = write ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE :
+				CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ;
+
+	if (m->dev != where->dev || m->ctx != where->ctx || p < m->start ||
+	    p > m->end || n > m->end - p)
+		return false;
+	return m->type == HML_MEM_DEVICE ||
+	       (m->type == HML_MEM_HOST && n <= MAX_HOST_LEN &&
+		(m->access & need) == need && host_reached(m->dev));
 }
 
 bool hml_kernel_fits(CUdeviceptr dst, const struct hml_mem *dm,
@@ -158,7 +196,8 @@ bool hml_kernel_fits(CUdeviceptr dst, const struct hml_mem *dm,
 {
 	return n && n <= MAX_LEN &&
 	       (n <= MAX_MISALIGNED || !((dst ^ src) & 15)) &&
-	       inside(dst, n, dm, where) && inside(src, n, sm, where);
+	       inside(dst, n, dm, where, true) &&
+	       inside(src, n, sm, where, false);
 }
 
 CUresult hml_kernel_copy(const CUdeviceptr *dst, const CUdeviceptr *src,

@@ -26,6 +26,9 @@
  *                                  are off or the driver older
  *   kernel-bounds                  a copy past its allocation never reaches
  *                                  the kernel
+ *   kernel-host                    copies to and from pinned host memory
+ *                                  go to the kernel, never into memory
+ *                                  registered read-only
  *
  * Without hmemloop the first device transfer fails. fault, self-all, the
  * no-sync, batch and kernel ones run in a process of their own.
@@ -341,6 +344,8 @@ static const struct t_case cases[] = {
 		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_KERNEL=0"),
 	T_FRESH("kernel-bounds", child_kernel_bounds,
 		T_NEED_DOUBLE | T_NEED_SHIM),
+	T_FRESH("kernel-host", child_kernel_host, T_NEED_SHIM,
+		"CUDA_DOUBLE_TRACE=1"),
 };
 
 int main(int argc, char **argv)

@@ -96,6 +96,7 @@ void child_fault(void);
 void child_no_sync(void);
 void child_batch(void);
 void child_kernel_bounds(void);
+void child_kernel_host(void);
 
 /* ---- inflight_close.c: the inflight test's closing orders ---- */
 

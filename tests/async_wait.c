@@ -439,3 +439,69 @@ void child_kernel_bounds(void)
 	one_failed(bad, s, what);
 	fx_close();
 }
+
+/*
+ * Writes between device memory and pinned host memory (cuMemHostRegister)
+ * in flight go to the copy kernel too (counted where the double traces
+ * the calls), both ways, and land. Writes into host memory registered
+ * read-only, every other one of writes in flight, the rest device to
+ * device, must not reach it: on a GPU the kernel's stores would take the
+ * application's context (the double stops the process). The engines
+ * refuse them: each completes with FI_EIO, no byte there changes, and the
+ * others land.
+ */
+void child_kernel_host(void)
+{
+	const char *what = "fi_write between device and pinned host memory";
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int saved, launches;
+	FILE *log;
+	unsigned s;
+
+	if (!fx_open(NULL, what))
+		return;
+	zero(HB);
+	t_cu(cuMemHostRegister(buf[HA], SPAN, 0));
+	t_cu(cuMemHostRegister(buf[HB], SPAN, CU_MEMHOSTREGISTER_READ_ONLY));
+	log = catch(&saved);
+	s = fill(HA);
+	zero(DB);
+	post_all(&a, WRITE, HA, DB, ctx);
+	reap(&a, ctx, DB, s, what);
+	s = fill(DA);
+	zero(HA);
+	post_all(&a, WRITE, DA, HA, ctx);
+	reap(&a, ctx, HA, s, what);
+	caught(saved);
+	launches = calls_in(log, "cuLaunchKernel");
+	fclose(log);
+	t_assert(launches || !t_cuda_double(), "%s: no kernel launch for %d "
+		 "writes each way", what, N);
+	zero(DB);
+	for (int i = 0; i < N; i++)
+		post(&a, WRITE, DA, (size_t) i * LEN, i % 2 ? HB : DB,
+		     (size_t) i * LEN, &ctx[i], 0);
+	for (int n = 0; n < N; n++) {
+		int ret = t_wait(a.cq, &e, &err);
+		int i = op_in(ret ? err.op_context : e.op_context, ctx);
+
+		t_assert(ret >= 0 && i >= 0 && ret == i % 2 &&
+			 (!ret || err.err == FI_EIO), "%s: completion %d of "
+			 "%d: write %d to %s: %d (%s)", what, n, N, i,
+			 i % 2 ? "read-only memory" : "device memory", ret,
+			 ret == 1 ? fi_strerror(err.err) : "");
+		if (!ret)
+			check_slot(DB, i, LEN, s + i, what);
+	}
+	get(tmp, HB, 0, SPAN);
+	for (size_t i = 0; i < SPAN; i++)
+		t_assert(!tmp[i], "%s: byte %zu of read-only memory written",
+			 what, i);
+	t_cu(cuMemHostUnregister(buf[HA]));
+	t_cu(cuMemHostUnregister(buf[HB]));
+	t_ok("%s: %d kernel launches for %d writes each way; of %d writes in "
+	     "flight, those into read-only memory failed", what, launches, N,
+	     N);
+	fx_close();
+}

@@ -165,8 +165,13 @@ static CUresult attr_get(struct region *r, struct resv *rv, uintptr_t ptr,
 		*v = r->h ? r->h->types : 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-		*v = r->kind == R_VMM ? vmm_access(r) :
-			CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		if (r->kind == R_VMM)
+			*v = vmm_access(r);
+		else if (r->kind == R_REGISTERED &&
+			 (r->flags & CU_MEMHOSTREGISTER_READ_ONLY))
+			*v = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ;
+		else
+			*v = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
 		break;
 	case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
 		*v = r->va;

@@ -436,7 +436,8 @@ API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
 /*
  * The copies of a batch, or of a launch of hmemloop's copy kernel, are
  * checked whole before any of them is queued. A batch fails whole. A
- * kernel that touches memory outside the device's allocations kills its
+ * kernel that touches memory outside the device's allocations and pinned
+ * host memory, or writes host memory registered read-only, kills its
  * context on a GPU, which the application does not survive: the double
  * stops the process. The copies run in no promised order: the double runs
  * them last to first, so that a caller that batches dependent copies sees
@@ -446,7 +447,8 @@ CUresult copies_async(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
 		      const size_t *sizes, size_t count, CUstream h,
 		      bool kernel)
 {
-	unsigned ok = kernel ? M(MEM_DEVICE) | M(MEM_MANAGED) : ANY;
+	unsigned ok = kernel ? M(MEM_DEVICE) | M(MEM_MANAGED) | M(MEM_PINNED) :
+			       ANY;
 	struct side d, s;
 	CUresult r = CUDA_SUCCESS;
 	size_t i;
@@ -458,8 +460,9 @@ CUresult copies_async(const CUdeviceptr *dsts, const CUdeviceptr *srcs,
 	if (r && kernel) {
 		i--;
 		fprintf(stderr, "cuda double: the copy kernel's copy of %zu "
-			"bytes from %#llx to %#llx leaves device memory: on a "
-			"GPU the context is lost\n", sizes[i],
+			"bytes from %#llx to %#llx leaves the memory the "
+			"device may touch: on a GPU the context is lost\n",
+			sizes[i],
 			(unsigned long long) srcs[i],
 			(unsigned long long) dsts[i]);
 		abort();

@@ -724,7 +724,7 @@ static void test_attributes(void)
 	void *data[4] = { &type, &ctx, &managed, &ord };
 	CUdeviceptr d, d2, base = 0, m, dp = 0;
 	size_t size = 0;
-	void *hp = NULL, *host = malloc(LEN), *pinned;
+	void *hp = NULL, *host = malloc(LEN), *pinned, *pinned2;
 
 	must(cuMemAlloc(&d, LEN), "cuMemAlloc");
 	must(cuMemAlloc(&d2, LEN), "cuMemAlloc");
@@ -761,6 +761,7 @@ static void test_attributes(void)
 	       dp == (CUdeviceptr)pinned,
 	       "pinned memory: host memory, same address on the device");
 	cuMemFreeHost(pinned);
+	must(cuMemAllocHost(&pinned2, LEN), "cuMemAllocHost");
 
 	must(cuMemHostRegister(host, LEN, 0), "cuMemHostRegister");
 	type = 0;
@@ -769,6 +770,22 @@ static void test_attributes(void)
 	report(type == CU_MEMORYTYPE_HOST, "registered memory is host memory");
 	is(cuMemHostRegister(host, LEN, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
 	   "registering twice");
+	is(cuMemHostUnregister(host), CUDA_SUCCESS, "cuMemHostUnregister");
+	/* As an H200 answers (driver 580). */
+	must(cuMemHostRegister(host, LEN, CU_MEMHOSTREGISTER_READ_ONLY),
+	     "cuMemHostRegister read-only");
+	for (int i = 0; i < 2; i++) {
+		unsigned acc = 9;
+		void *accp[] = { &acc };
+		CUpointer_attribute aa = CU_POINTER_ATTRIBUTE_ACCESS_FLAGS;
+
+		cuPointerGetAttributes(1, &aa, accp,
+				       (CUdeviceptr)(i ? host : pinned2));
+		report(acc == (i ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ :
+				   CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE),
+		       i ? "registered read-only: the device may read it" :
+			   "pinned memory: the device may read and write it");
+	}
 	is(cuMemHostUnregister(host), CUDA_SUCCESS, "cuMemHostUnregister");
 
 	must(cuMemAllocManaged(&m, LEN, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged");
@@ -797,6 +814,7 @@ static void test_attributes(void)
 	       "with memory type 0 and no context (ordinal %d)", ord);
 	cuMemFree(d);
 	cuMemFree(d2);
+	cuMemFreeHost(pinned2);
 	free(host);
 }
 
