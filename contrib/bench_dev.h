@@ -142,6 +142,9 @@ struct b_point {
 };
 
 #define B_MAX_SIZES 40
+/* A point's latency operations come in this many turns of each method:
+ * a GPU's clocks, or the host's, change within a run. */
+#define B_LAT_TURNS 10
 /* --mixed: fi_write D2D, endpoints each with its thread and window. */
 #define B_MIX_THREADS 4
 #define B_MIX_WINDOW 16

@@ -138,11 +138,12 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 		printf("hmemloop: not used (--no-shim): %s only\n",
 		       b_mode->no_shim);
 	printf("sizes %s to %s, times 4 each step; %ld latency operations a "
-	       "point, one outstanding, after a warm-up; a point stops early "
-	       "after %.1f s (n says how many ran)\n",
+	       "point, one outstanding, after a warm-up, in %d turns taken "
+	       "by the methods in order; a point stops early after %.1f s "
+	       "(n says how many ran)\n",
 	       b_size_str(b_opt.min_size, a, sizeof(a)),
 	       b_size_str(b_opt.max_size, b, sizeof(b)), b_opt.iters,
-	       b_opt.max_time);
+	       B_LAT_TURNS, b_opt.max_time);
 	printf("buffers: %s\n", b_mode->buffers);
 	if (b_opt.hmem)
 		printf("registered: --hmem: FI_HMEM asked for, FI_MR_HMEM set, "

@@ -3,7 +3,8 @@
  * Mode 1 and --cross: check that hmemloop is on, probe the hmemloop
  * methods in a child, then time every method of the mode at every size
  * and direction, interleaved (direction, size, method) so that drift hits
- * all methods alike.
+ * all methods alike; at a point, the methods take their latency
+ * operations in turns.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -245,8 +246,10 @@ static void check_methods(struct b_ctx *c, struct b_results *r)
 	}
 }
 
+/* Up to want operations of method m, each timed into v, at least least
+ * of them even past budget seconds. */
 static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
-		   double *v, long want, double budget)
+		   double *v, long want, long least, double budget)
 {
 	const struct b_method *mt = &b_mode->methods[m];
 	double end = b_now() + budget, t0, t1;
@@ -260,7 +263,7 @@ static int lat_ops(struct b_ctx *c, int m, const struct b_dir *d, size_t len,
 			return -1;
 		t1 = b_now();
 		v[i] = t1 - t0;
-		if (t1 > end && i + 1 >= MIN_OPS)
+		if (t1 > end && i + 1 >= least)
 			return (int) (i + 1);
 	}
 	return (int) i;
@@ -287,30 +290,75 @@ static int rate_ops(struct b_ctx *c, struct b_results *r, int m, int d,
 		      &p->rate_secs);
 }
 
-static int measure(struct b_ctx *c, struct b_results *r, int m, int d, int s,
-		   double *v)
+/* A method's latency operations at a point, so far. */
+struct lat {
+	double *v;
+	long n;
+	bool on;	/* measured here, and not failed */
+};
+
+static void failed(struct b_results *r, struct lat *l, int d, int m, int s)
+{
+	char sz[32], note[320];
+
+	b_size_str(r->sizes[s], sz, sizeof(sz));
+	snprintf(note, sizeof(note), "failed at %s: %s", sz, b_errmsg);
+	fprintf(stderr, "%s %s: %s\n", b_mode->methods[m].name,
+		b_mode->dirs[d].name, note);
+	mark(r, d, m, s, P_FAILED, note);
+	l[m].on = false;
+}
+
+/* A warm-up of each method, then its --iters operations in B_LAT_TURNS
+ * turns with the others', then the rates. */
+static void measure(struct b_ctx *c, struct b_results *r, int d, int s,
+		    struct lat *l)
 {
 	const struct b_dir *dir = &b_mode->dirs[d];
-	struct b_point *p = &r->p[d][m][s];
 	size_t len = r->sizes[s];
+	long turn = (b_opt.iters + B_LAT_TURNS - 1) / B_LAT_TURNS;
 	long warm = b_opt.iters / 10;
-	int n;
+	int m, n;
 
 	if (warm < 2)
 		warm = 2;
 	if (warm > 100)
 		warm = 100;
-	if (lat_ops(c, m, dir, len, v, warm, b_opt.max_time / 4) < 0)
-		return -1;
-	n = lat_ops(c, m, dir, len, v, b_opt.iters, b_opt.max_time);
-	if (n < 0)
-		return -1;
-	b_stats(v, n, &p->lat);
-	p->capped = n < b_opt.iters;
-	if (rate_ops(c, r, m, d, s) || b_ctx_home(c))
-		return -1;
-	p->status = P_OK;
-	return 0;
+	for (m = 0; m < NMETHODS; m++) {
+		l[m].n = 0;
+		l[m].on = b_has(m) && r->p[d][m][s].status == P_NONE &&
+			  !b_left_out(r, m);
+		if (l[m].on && lat_ops(c, m, dir, len, l[m].v, warm, MIN_OPS,
+				       b_opt.max_time / 4) < 0)
+			failed(r, l, d, m, s);
+	}
+	for (int t = 0; t < B_LAT_TURNS; t++)
+		for (m = 0; m < NMETHODS; m++) {
+			long want = b_opt.iters - l[m].n;
+
+			if (!l[m].on || !want)
+				continue;
+			n = lat_ops(c, m, dir, len, l[m].v + l[m].n,
+				    want < turn ? want : turn,
+				    (MIN_OPS + B_LAT_TURNS - 1) / B_LAT_TURNS,
+				    b_opt.max_time / B_LAT_TURNS);
+			if (n < 0)
+				failed(r, l, d, m, s);
+			else
+				l[m].n += n;
+		}
+	for (m = 0; m < NMETHODS; m++) {
+		struct b_point *p = &r->p[d][m][s];
+
+		if (!l[m].on)
+			continue;
+		b_stats(l[m].v, l[m].n, &p->lat);
+		p->capped = l[m].n < b_opt.iters;
+		if (rate_ops(c, r, m, d, s) || b_ctx_home(c))
+			failed(r, l, d, m, s);
+		else
+			p->status = P_OK;
+	}
 }
 
 static void skip_big(const struct b_ctx *c, struct b_results *r, int d,
@@ -327,39 +375,27 @@ static void skip_big(const struct b_ctx *c, struct b_results *r, int d,
 
 static void measure_all(struct b_ctx *c, struct b_results *r)
 {
-	double *v = malloc(sizeof(*v) * (b_opt.iters > 100 ? b_opt.iters : 100));
-	char sz[32], note[320];
+	long most = b_opt.iters > 100 ? b_opt.iters : 100;
+	struct lat l[NMETHODS];
+	char sz[32];
 
-	if (!v)
-		b_die("out of memory");
+	for (int m = 0; m < NMETHODS; m++)
+		if (!(l[m].v = malloc(sizeof(*l[m].v) * most)))
+			b_die("out of memory");
 	for (int d = 0; d < b_mode->ndirs; d++) {
-		const struct b_dir *dir = &b_mode->dirs[d];
-
 		for (int s = 0; s < r->nsizes; s++) {
 			skip_big(c, r, d, s);
 			b_size_str(r->sizes[s], sz, sizeof(sz));
 			if (isatty(2))
-				fprintf(stderr, "\r%s %-10s", dir->name, sz);
-			for (int m = 0; m < NMETHODS; m++) {
-				const struct b_method *mt = &b_mode->methods[m];
-				struct b_point *p = &r->p[d][m][s];
-
-				if (!b_has(m) || p->status != P_NONE ||
-				    b_left_out(r, m))
-					continue;
-				if (!measure(c, r, m, d, s, v))
-					continue;
-				snprintf(note, sizeof(note), "failed at %s: %s",
-					 sz, b_errmsg);
-				fprintf(stderr, "%s %s: %s\n", mt->name,
-					dir->name, note);
-				mark(r, d, m, s, P_FAILED, note);
-			}
+				fprintf(stderr, "\r%s %-10s",
+					b_mode->dirs[d].name, sz);
+			measure(c, r, d, s, l);
 		}
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r%20s\r", "");
-	free(v);
+	for (int m = 0; m < NMETHODS; m++)
+		free(l[m].v);
 }
 
 /* --cross where the process sees one device: no error, nothing to time. */
