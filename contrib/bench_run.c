@@ -328,8 +328,8 @@ static void measure(struct b_ctx *c, struct b_results *r, int d, int s,
 		l[m].n = 0;
 		l[m].on = b_has(m) && r->p[d][m][s].status == P_NONE &&
 			  !b_left_out(r, m);
-		if (l[m].on && lat_ops(c, m, dir, len, l[m].v, warm, MIN_OPS,
-				       b_opt.max_time / 4) < 0)
+		if (l[m].on && (lat_ops(c, m, dir, len, l[m].v, warm, MIN_OPS,
+					b_opt.max_time / 4) < 0 || b_ctx_home(c)))
 			failed(r, l, d, m, s);
 	}
 	for (int t = 0; t < B_LAT_TURNS; t++)
@@ -342,7 +342,8 @@ static void measure(struct b_ctx *c, struct b_results *r, int d, int s,
 				    want < turn ? want : turn,
 				    (MIN_OPS + B_LAT_TURNS - 1) / B_LAT_TURNS,
 				    b_opt.max_time / B_LAT_TURNS);
-			if (n < 0)
+			/* Each method from the home context, as before. */
+			if (n < 0 || b_ctx_home(c))
 				failed(r, l, d, m, s);
 			else
 				l[m].n += n;
