@@ -32,7 +32,8 @@ enum hml_memtype {
 /* Where a buffer lives. */
 struct hml_mem {
 	int type;			/* enum hml_memtype */
-	int dev;			/* device ordinal, for HML_MEM_DEVICE */
+	int dev;			/* device ordinal: where device memory
+					 * is, pinned memory's context's */
 	CUcontext ctx;			/* its context, NULL for VMM memory */
 	CUdeviceptr start, end;		/* the allocation, as the driver
 					 * knows it (device memory, and
