@@ -448,7 +448,8 @@ void child_kernel_bounds(void)
  * device, must not reach it: on a GPU the kernel's stores would take the
  * application's context (the double stops the process). The engines
  * refuse them: each completes with FI_EIO, no byte there changes, and the
- * others land.
+ * others land. Then the source is unpinned (cuMemHostUnregister) under its
+ * region, and writes from it must not reach the kernel either.
  */
 void child_kernel_host(void)
 {
@@ -499,11 +500,15 @@ void child_kernel_host(void)
 		t_assert(!tmp[i], "%s: byte %zu of read-only memory written",
 			 what, i);
 	t_cu(cuMemHostUnregister(buf[HA]));
+	s = fill(HA);
+	zero(DB);
+	post_all(&a, WRITE, HA, DB, ctx);
+	reap(&a, ctx, DB, s, what);
 	t_cu(cuMemHostUnregister(buf[HB]));
 	if (t_cuda_double())
 		t_ok("%s: %d kernel launches for %d writes each way", what,
 		     launches, N);
 	t_ok("%s: of %d writes in flight, those into read-only memory "
-	     "failed", what, N);
+	     "failed; writes from memory unpinned since landed", what, N);
 	fx_close();
 }
