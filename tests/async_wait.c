@@ -512,3 +512,45 @@ void child_kernel_host(void)
 	     "failed; writes from memory unpinned since landed", what, N);
 	fx_close();
 }
+
+/*
+ * Memory of cuMemHostAlloc stays pinned while it lives: its region is
+ * asked about once (the double's trace counts cuPointerGetAttributes), and
+ * N writes from it in flight go to the copy kernel and land.
+ */
+void child_kernel_hostalloc(void)
+{
+	const char *what = "fi_write from cuMemHostAlloc memory";
+	const unsigned s = 0x4a11;
+	int saved, asked, launches;
+	struct t_mr pm;
+	uint8_t *p;
+	FILE *log;
+
+	if (!fx_open(NULL, what))
+		return;
+	t_cu(cuMemHostAlloc((void **) &p, SPAN, 0));
+	t_reg(&f, p, SPAN, FI_WRITE | FI_READ, NB + 1, &pm);
+	for (int i = 0; i < N; i++)
+		t_fill(p + (size_t) i * LEN, LEN, s + i);
+	zero(DB);
+	log = catch(&saved);
+	for (int i = 0; i < N; i++)
+		t_post(a.cq, fi_write(a.ep, p + (size_t) i * LEN, LEN, pm.desc,
+				      a_to_b,
+				      t_raddr(&f, &mr[DB], (size_t) i * LEN),
+				      mr[DB].key, &ctx[i]));
+	reap(&a, ctx, DB, s, what);
+	caught(saved);
+	asked = calls_in(log, "cuPointerGetAttributes");
+	launches = calls_in(log, "cuLaunchKernel");
+	fclose(log);
+	t_assert(launches && asked < N / 2, "%s: %d kernel launches; the "
+		 "driver was asked %d times for %d writes", what, launches,
+		 asked, N);
+	t_ok("%s: %d kernel launches; the driver was asked %d times for %d "
+	     "writes", what, launches, asked, N);
+	t_fi(fi_close(&pm.mr->fid));
+	t_cu(cuMemFreeHost(p));
+	fx_close();
+}
