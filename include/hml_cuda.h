@@ -39,8 +39,6 @@ struct hml_mem {
 					 * knows it (device memory, and
 					 * host memory it pinned) */
 	unsigned access;		/* CU_POINTER_ATTRIBUTE_ACCESS_FLAGS */
-	bool allocated;			/* host memory of cuMemHostAlloc:
-					 * pinned while it lives */
 };
 
 /* Classify a buffer, asking the driver. Memory of a process where the

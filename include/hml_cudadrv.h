@@ -15,7 +15,6 @@ struct hml_cudrv {
 				  void **data, CUdeviceptr ptr);
 	CUresult (*device_get)(CUdevice *dev, int ordinal);
 	CUresult (*device_attr)(int *v, CUdevice_attribute attr, CUdevice dev);
-	CUresult (*host_get_flags)(unsigned int *flags, void *p);
 	CUresult (*primary_retain)(CUcontext *ctx, CUdevice dev);
 	CUresult (*primary_release)(CUdevice dev);
 	CUresult (*ctx_get_current)(CUcontext *ctx);

@@ -25,7 +25,6 @@ static const struct hml_cuda_sym symbols[] = {
 	SYM("cuPointerGetAttributes", pointer_attrs),
 	SYM("cuDeviceGet", device_get),
 	SYM("cuDeviceGetAttribute", device_attr),
-	SYM("cuMemHostGetFlags", host_get_flags),
 	SYM("cuDevicePrimaryCtxRetain", primary_retain),
 	SYM("cuDevicePrimaryCtxRelease", primary_release),
 	SYM("cuCtxGetCurrent", ctx_get_current),
@@ -131,7 +130,7 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 		CU_POINTER_ATTRIBUTE_RANGE_SIZE,
 		CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
 	};
-	unsigned int type = 0, managed = 0, access = 0, flags;
+	unsigned int type = 0, managed = 0, access = 0;
 	CUcontext ctx = NULL;
 	CUdeviceptr start = 0;
 	size_t size = 0;
@@ -152,17 +151,8 @@ int hml_cuda_classify(const void *ptr, struct hml_mem *m)
 	 * (an H200, driver 580). */
 	device = type == CU_MEMORYTYPE_DEVICE || managed;
 	if (device || start)
-		*m = (struct hml_mem) {
-			.type = device ? HML_MEM_DEVICE : HML_MEM_HOST,
-			.dev = dev, .ctx = ctx,
-			.start = start, .end = start + size, .access = access,
-			/* The driver has flags for host memory it allocated,
-			 * not for memory it registered, which the
-			 * application may unregister. */
-			.allocated = !device &&
-				     !hml_cu.host_get_flags(&flags,
-						(void *) (uintptr_t) start),
-		};
+		*m = (struct hml_mem) { device ? HML_MEM_DEVICE : HML_MEM_HOST,
+					dev, ctx, start, start + size, access };
 	return 0;
 }
 

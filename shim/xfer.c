@@ -17,9 +17,9 @@
 
 /* A region's memory type is asked once. Whoever wins the race from
  * UNKNOWN to BUSY asks and records it; anyone meanwhile asks for
- * itself. Registered host memory is asked each time: the application may
- * unregister it (cuMemHostUnregister) and go on using the region, and the
- * copy kernel must not reach it then. */
+ * itself. Pinned host memory is asked each time: the application may
+ * unpin it (cuMemHostUnregister) and go on using the region, and the copy
+ * kernel must not reach it then. */
 #define MEM_BUSY 3
 
 static int classify_mr(struct hml_mr *mr, const void *ptr, struct hml_mem *m)
@@ -36,7 +36,7 @@ static int classify_mr(struct hml_mr *mr, const void *ptr, struct hml_mem *m)
 		return hml_cuda_classify(ptr, m);
 	type = __atomic_load_n(&mr->memtype, __ATOMIC_ACQUIRE);
 	if (type == HML_MEM_DEVICE ||
-	    (type == HML_MEM_HOST && (!mr->mem.start || mr->mem.allocated))) {
+	    (type == HML_MEM_HOST && !mr->mem.start)) {
 		*m = mr->mem;
 		return 0;
 	}

@@ -28,9 +28,7 @@
  *                                  the kernel
  *   kernel-host                    copies to and from pinned host memory
  *                                  go to the kernel, never into memory
- *                                  registered read-only or unregistered
- *   kernel-hostalloc               cuMemHostAlloc memory is asked about
- *                                  once a region
+ *                                  registered read-only
  *
  * Without hmemloop the first device transfer fails. fault, self-all, the
  * no-sync, batch and kernel ones run in a process of their own.
@@ -348,8 +346,6 @@ static const struct t_case cases[] = {
 		T_NEED_DOUBLE | T_NEED_SHIM),
 	T_FRESH("kernel-host", child_kernel_host, T_NEED_SHIM,
 		"CUDA_DOUBLE_TRACE=1"),
-	T_FRESH("kernel-hostalloc", child_kernel_hostalloc,
-		T_NEED_DOUBLE | T_NEED_SHIM, "CUDA_DOUBLE_TRACE=1"),
 };
 
 int main(int argc, char **argv)

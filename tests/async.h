@@ -97,7 +97,6 @@ void child_no_sync(void);
 void child_batch(void);
 void child_kernel_bounds(void);
 void child_kernel_host(void);
-void child_kernel_hostalloc(void);
 
 /* ---- inflight_close.c: the inflight test's closing orders ---- */
 
