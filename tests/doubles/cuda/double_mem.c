@@ -512,21 +512,33 @@ API CUresult cuMemHostUnregister(void *p)
 	return traced(__func__, host_unregister(p));
 }
 
+/*
+ * As an H200 answers (driver 580): registered memory has flags too, so they
+ * do not tell it from allocated memory, and both say they are mapped; with
+ * no context current, an error.
+ */
 static CUresult host_flags(unsigned *flags, void *p)
 {
+	struct CUctx_st *c;
 	struct region *r;
-	CUresult ret = CUDA_SUCCESS;
+	CUresult ret;
 
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	lock();
-	r = region_find((uintptr_t)p);
-	if (r && r->kind == R_PINNED)
-		*flags = r->flags;
-	else
-		ret = CUDA_ERROR_INVALID_VALUE;
+	ret = ctx_current(&c);
+	if (!ret) {
+		r = region_find((uintptr_t)p);
+		if (r && r->kind == R_PINNED)
+			*flags = r->flags | CU_MEMHOSTALLOC_DEVICEMAP;
+		else if (r && r->kind == R_REGISTERED)
+			*flags = (r->flags & CU_MEMHOSTREGISTER_PORTABLE) |
+				 CU_MEMHOSTALLOC_DEVICEMAP;
+		else
+			ret = CUDA_ERROR_INVALID_VALUE;
+	}
 	unlock();
 	return ret;
 }

@@ -717,7 +717,7 @@ static void test_attributes(void)
 		CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT,
 		CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 	};
-	unsigned type = 9, managed = 9;
+	unsigned type = 9, managed = 9, flags;
 	unsigned long long id1 = 0, id2 = 0;
 	CUcontext ctx = (CUcontext)1;
 	int ord = 9, stack_var = 0;
@@ -768,6 +768,11 @@ static void test_attributes(void)
 	cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 			      (CUdeviceptr)host);
 	report(type == CU_MEMORYTYPE_HOST, "registered memory is host memory");
+	flags = 0;
+	is(cuMemHostGetFlags(&flags, host), CUDA_SUCCESS,
+	   "registered memory has flags, as allocated memory has");
+	report(flags == CU_MEMHOSTALLOC_DEVICEMAP, "mapped, they say (%u)",
+	       flags);
 	is(cuMemHostRegister(host, LEN, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
 	   "registering twice");
 	is(cuMemHostUnregister(host), CUDA_SUCCESS, "cuMemHostUnregister");
