@@ -28,7 +28,8 @@
  *                                  the kernel
  *   kernel-host                    copies to and from pinned host memory
  *                                  go to the kernel, never into memory
- *                                  registered read-only
+ *                                  registered read-only, nor from memory
+ *                                  unregistered since
  *
  * Without hmemloop the first device transfer fails. fault, self-all, the
  * no-sync, batch and kernel ones run in a process of their own.
