@@ -157,7 +157,9 @@ void b_mr_close(struct fid_mr *mr);
 /* The address an initiator names for the start of a registered buffer. */
 uint64_t b_raddr(const struct b_fab *f, const void *buf);
 /* Read n completions from cq, driving the process's other CQs while
- * waiting: 0, or -1 with the reason in b_errmsg. */
+ * waiting (unless alone: cq only, as an application waiting for its
+ * operation reads it): 0, or -1 with the reason in b_errmsg. */
+int b_cq_wait_for(struct fid_cq *cq, long n, bool alone);
 int b_cq_wait(struct fid_cq *cq, long n);
 /* Read what completions there are, up to max, without waiting: the
  * count, or -1 with the reason in b_errmsg. */
@@ -168,7 +170,8 @@ void b_progress(void);
 extern double b_stall_s;
 /* A stall guard for polling loops: call with what the last poll got;
  * drives progress on every CQ while nothing comes (unless alone: a
- * thread that must touch only its own), true once b_stall_s passed. */
+ * thread that must touch only its own, or a wait for hmemloop's
+ * operations), true once b_stall_s passed. */
 struct b_stall {
 	unsigned spins;
 	double end;

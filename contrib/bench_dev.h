@@ -30,7 +30,8 @@ struct b_lane {
 	struct b_ep *e;
 	fi_addr_t self;
 	int window;
-	bool alone;			/* --mixed's threads: only its CQs */
+	bool alone;			/* only its CQs: --mixed's threads,
+					 * and hmemloop's methods */
 	struct fi_context *ctx;
 	unsigned nctx, next;
 	unsigned first;			/* its slots: first to first + window */

@@ -247,9 +247,9 @@ bool b_stalled(struct b_stall *s, long got)
 	return b_now() > s->end;
 }
 
-int b_cq_wait(struct fid_cq *cq, long n)
+int b_cq_wait_for(struct fid_cq *cq, long n, bool alone)
 {
-	struct b_stall st = { 0, 0, false };
+	struct b_stall st = { 0, 0, alone };
 	long got;
 
 	while (n > 0) {
@@ -264,4 +264,9 @@ int b_cq_wait(struct fid_cq *cq, long n)
 		}
 	}
 	return 0;
+}
+
+int b_cq_wait(struct fid_cq *cq, long n)
+{
+	return b_cq_wait_for(cq, n, false);
 }
