@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmemloop-check: the CUDA driver as the library opens it
- * (HMEMLOOP_CUDA_LIBRARY, shim/cudaproc.c), its GPUs,
+ * (HMEMLOOP_CUDA_LIBRARY, shim/data/cudaproc.c), its GPUs,
  * and one allocation and copy on the first of them.
  */
 #include <dlfcn.h>

@@ -2,7 +2,7 @@
 /*
  * hmemloop-check: the libfabric a program would load (libfabric.so.1 as
  * the loader finds it), its providers, and which of them move CUDA memory
- * when asked for FI_HMEM, by the library's own probe (shim/probe.c):
+ * when asked for FI_HMEM, by the library's own probe (shim/obj/probe.c):
  * Debian 12's shm grants FI_HMEM without any CUDA support.
  */
 #include <dlfcn.h>

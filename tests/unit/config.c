@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The settings parser (shim/config.c): each setting's default without its
+ * The settings parser (shim/report/config.c): each setting's default without its
  * variable; each accepted value parsed and marked as the environment's; a
  * value not accepted (another word, a prefix, empty) gives the default and
  * is not marked; a value read back as its variable would spell it.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CUDA driver double: libraries and kernel launches, for the one kernel
- * it knows, hmemloop's copy kernel (shim/kernel.c).
+ * it knows, hmemloop's copy kernel (shim/data/kernel.c).
  *
  * The double runs no device code. A library is accepted when its image is
  * PTX text; its kernel hml_copy is found when the text has that entry.
