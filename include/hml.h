@@ -18,9 +18,9 @@
  * called back by it for ever. cq.c says where it departs from this.
  *
  * Lock order. Where locks nest, the outer one comes first:
- *   track.c's share_lock > a CQ's pump_lock (takeback.c) > a receive
- *   queue's lock (hml_msg.h) > a domain's MR map lock (mrmap.c), taken
- *   alone;
+ *   track.c's share_lock > a CQ's pump_lock (filter.c) > a receive
+ *   queue's lock (hml_msg.h) > rxq.c's arena lock; a domain's MR map lock
+ *   (mrmap.c), taken alone;
  *   an endpoint's in-flight lock (inflight.c) > a stream's lock (copy.c)
  *   > cuda.c's failed_lock;
  *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
@@ -133,6 +133,7 @@ struct hml_domain {
 	uint64_t caps;
 	uint64_t mr_mode;
 	uint32_t addr_format;
+	enum fi_threading threading;
 	bool hmem;			/* opened with FI_HMEM the application
 					 * did not ask for (hmem.c) */
 	struct hml_mrmap mrs;
@@ -183,13 +184,16 @@ struct hml_cq {
 	size_t entry_size;
 	enum fi_wait_obj wait_obj;
 	enum fi_cq_wait_cond wait_cond;
+	bool serial;			/* the application never reads it from
+					 * two threads at once (its domain's
+					 * threading) */
 	int sleepers;			/* atomic: threads in sread */
 	bool exported;			/* atomic: FI_GETWAIT was asked */
 	bool stray;			/* atomic: signalled, nobody asleep */
 
-	/* cqueue.c: the shim's entries, oldest at head */
+	/* cqueue.c: hmemloop's entries, oldest at head */
 	pthread_mutex_t lock;
-	pthread_mutex_t pump_lock;	/* takeback.c: one pump at a time */
+	pthread_mutex_t pump_lock;	/* filter.c: one pump at a time */
 	bool from;			/* the provider has readfrom */
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;
@@ -198,9 +202,9 @@ struct hml_cq {
 	size_t reserved;		/* places taken by operations */
 	void *err_data;			/* of the last error handed out */
 
-	/* takeback.c: receive queues whose posted receives complete here;
+	/* filter.c: receive queues whose posted receives complete here;
 	 * while there are any, reads pass the provider's entries through
-	 * them */
+	 * their records */
 	struct hml_rxq *rxqs[HML_CQ_RXQS];
 	int nrxqs;			/* atomic */
 };
@@ -313,8 +317,8 @@ struct hml_ep {
 
 	struct hml_rxq *rxq;		/* track.c: created when tracking starts */
 	bool early_rx;			/* recv.c: receives were posted before
-					 * it: the provider holds some the
-					 * shim never saw */
+					 * it: the provider holds some
+					 * hmemloop never saw */
 
 	/* registry.c */
 	struct hml_ep *self_next;
@@ -336,6 +340,8 @@ void hml_complete_rx(struct hml_ep *t, const struct hml_cqe *c, bool asked);
 void hml_self_add(struct hml_ep *e);
 void hml_self_remove(struct hml_ep *e);
 struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format);
+bool hml_self_is(const struct hml_ep *e, const void *addr, size_t len,
+		 uint32_t format);
 extern unsigned int hml_self_gen;	/* bumped on every change */
 
 /* mr.c and mrmap.c */
@@ -376,20 +382,9 @@ struct hml_mr *hml_mrmap_key(struct hml_mrmap *m, uint64_t key,
 			     const struct hml_ep *ep);
 struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
 
-/* send.c, recv.c, track.c (hml_msg.h): messages to endpoints of this
- * process */
-void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
-void hml_rx_track(struct hml_ep *t);
-void hml_rx_share(struct hml_ep *e);
-void hml_rxq_free(struct hml_rxq *q);
-ssize_t hml_rx_cancel(fid_t fid, void *context);
-
 /* A one-buffer iovec, for the calls that take a buffer and a length:
  * built only on the path that needs one. */
 #define HML_IOV(buf, len) (&(struct iovec) { (void *) (buf), (len) })
-
-/* rma.c */
-void hml_rma_ops(struct fi_ops_rma *ops);
 
 /* getinfo.c and hmem.c: FI_HMEM asked for on the application's behalf */
 struct fi_info *hml_info_dup(const struct fi_info *info);

@@ -42,7 +42,7 @@ struct hml_av {
 	struct hml_domain *domain;
 	uint32_t addr_format;
 	int rx_ctx_bits;
-	struct hml_av *next_av;		/* av.c: all AVs */
+	struct hml_av *next_av;		/* avlist.c: all AVs */
 	pthread_mutex_t lock;		/* writers; readers take none */
 
 	/* avcache.c: the cache of verdicts */
@@ -52,6 +52,7 @@ struct hml_av {
 
 	/* selfaddr.c */
 	struct hml_av_name **names;	/* what was inserted, by fi_addr */
+	bool unnamed;			/* some insert left no name kept */
 	size_t naddrs;			/* at most this many in it */
 	size_t nslots;			/* table indices it may have handed
 					 * out are below this */
@@ -64,7 +65,12 @@ struct hml_av {
 /* av.c */
 void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
 		 const struct fi_av_attr *attr);
+
+/* avlist.c */
+void hml_av_list(struct hml_av *av);
+void hml_av_unlist(struct hml_av *av);
 void hml_avs_forget(struct hml_ep *e);	/* it closes */
+void hml_avs_named(struct hml_ep *e);	/* it has its name now */
 
 /* avcache.c */
 int hml_av_cache_init(struct hml_av *av);
@@ -121,8 +127,12 @@ void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 		     const fi_addr_t *fi_addr, bool was_empty);
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
 void hml_av_locals_forget(struct hml_av *av, struct hml_ep *e);
+void hml_av_learn(struct hml_av *av, struct hml_ep *e);
 fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep);
 void hml_av_names_fini(struct hml_av *av);
+/* Who is told of each endpoint of this process found in an address
+ * vector: the message layer, which records its receives from then on. */
+void hml_av_on_found(void (*fn)(struct hml_ep *ep));
 
 /* The address vector an endpoint's addresses are in: its own, or that of
  * the scalable endpoint it is a context of. */

@@ -25,9 +25,6 @@
 	  "`hmemloop: PID:`")						\
 	X(cuda_library, "HMEMLOOP_CUDA_LIBRARY", STRING, "libcuda.so.1", "", \
 	  "the CUDA driver library to open (never linked)")		\
-	X(self, "HMEMLOOP_SELF", ENUM, "device", "device all",		\
-	  "`device`: perform locally the same-process operations that touch " \
-	  "device memory; `all`: every same-process operation")		\
 	X(async, "HMEMLOOP_ASYNC", BOOL, "1", "0 1",			\
 	  "`1`: a same-process operation returns once its copy is queued, " \
 	  "and completes when a CQ or counter read finds it landed; `0`: " \
@@ -55,11 +52,6 @@
 	  "through by reason (see hmemloop(7)); a path: the same as JSON in " \
 	  "that file, `%p` replaced by the process id")
 
-enum hml_self_mode {
-	HML_SELF_DEVICE,	/* intercept same-process ops touching device memory */
-	HML_SELF_ALL,		/* intercept every same-process op */
-};
-
 enum hml_hmem_mode {
 	HML_HMEM_OFF,
 	HML_HMEM_AUTO,		/* hints with FI_MR_HMEM and without FI_HMEM */
@@ -67,7 +59,7 @@ enum hml_hmem_mode {
 };
 
 /* BOOL: bool; ENUM: int, the index of the value (log_level is an enum
- * hml_log_level, self an enum hml_self_mode, hmem an enum hml_hmem_mode). */
+ * hml_log_level, hmem an enum hml_hmem_mode). */
 #define HML_CTYPE_BOOL bool
 #define HML_CTYPE_ENUM int
 #define HML_CTYPE_STRING const char *

@@ -16,37 +16,22 @@
 
 #include <rdma/fi_errno.h>
 
-#include "hml_xfer.h"
+#include "hml_op.h"
+#include "hml_route.h"
 
-enum hml_stat_kind { HML_STAT_WRITE, HML_STAT_READ, HML_STAT_SEND,
-		     HML_STAT_TSEND, HML_STAT_KINDS };
 /* Source to destination: D device, H host. */
 enum hml_stat_dir { HML_STAT_D2D, HML_STAT_H2D, HML_STAT_D2H, HML_STAT_H2H,
 		    HML_STAT_DIRS };
-/* Why an RMA or a send went to the provider: the decision points. */
-enum hml_stat_pass {
-	HML_STAT_REMOTE,	/* the destination is not in this process */
-	HML_STAT_HOST,		/* host memory only (HMEMLOOP_SELF=device) */
-	HML_STAT_FORBIDDEN,	/* an endpoint forbade CUDA calls */
-	HML_STAT_EARLY,		/* the provider may hold the match: early
-				 * receives, or messages it carries
-				 * (msg.c, early) */
-	HML_STAT_UNSUPPORTED,	/* more iovs than HML_IOV_MAX, a key the
-				 * library does not know, a receiver whose
-				 * receives are not recorded or cannot be
-				 * cancelled */
-	HML_STAT_REASONS
-};
 enum hml_stat_err { HML_STAT_EINVAL, HML_STAT_EACCES, HML_STAT_EIO,
 		    HML_STAT_ETRUNC, HML_STAT_EOPNOTSUPP, HML_STAT_EOTHER,
 		    HML_STAT_ERRS };
 
 struct hml_stats {
-	uint64_t ops[HML_STAT_KINDS][HML_STAT_DIRS];
-	uint64_t bytes[HML_STAT_KINDS][HML_STAT_DIRS];
+	uint64_t ops[HML_KINDS][HML_STAT_DIRS];	/* enum hml_kind */
+	uint64_t bytes[HML_KINDS][HML_STAT_DIRS];
 	uint64_t errors[HML_STAT_ERRS];
 	uint64_t staged, taken_back;
-	uint64_t passed[HML_STAT_REASONS];
+	uint64_t passed[HML_REASONS];	/* the provider's, by reason */
 	struct hml_stats *next;		/* the blocks of live threads */
 };
 
@@ -66,16 +51,16 @@ static inline struct hml_stats *hml_stats(void)
 		hml_stats()->field++;					\
 } while (0)
 
-/* HML_PASS, counted under reason: on the pass-through path, so inline. */
-static inline enum hml_verdict hml_stat_pass(enum hml_stat_pass reason)
+/* An operation the provider carries, counted under the router's reason:
+ * on the pass-through path, so inline. */
+static inline void hml_stat_pass(enum hml_reason reason)
 {
 	HML_STAT(passed[reason]);
-	return HML_PASS;
 }
 
 /* Each below: a predicted branch, and a call only where counting. */
 void hml_stat_error_add(int err);
-void hml_stat_done_add(enum hml_stat_kind kind, const struct hml_side *src,
+void hml_stat_done_add(enum hml_kind kind, const struct hml_side *src,
 		       const struct hml_side *dst, size_t len);
 void hml_stat_recv_add(bool tagged, const struct hml_side *src,
 		       const struct hml_side *dst, size_t len, int err);
@@ -97,7 +82,7 @@ static inline ssize_t hml_stat_ret(ssize_t ret)
 }
 
 /* An operation done here, len bytes from src to dst. */
-static inline void hml_stat_done(enum hml_stat_kind kind,
+static inline void hml_stat_done(enum hml_kind kind,
 				 const struct hml_side *src,
 				 const struct hml_side *dst, size_t len)
 {

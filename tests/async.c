@@ -16,8 +16,8 @@
  *   holdback, exit                 a thread that does not read, or ended
  *   close-ep, close-mr             closing with copies in flight
  *   fault                          one copy fails: that operation alone
- *   self-all                       write to send and order, on host memory
- *                                  through hmemloop (HMEMLOOP_SELF=all)
+ *   host                           write to send and order, on host memory
+ *                                  through hmemloop
  *   no-sync-off, no-sync           posting waits for no copy (the double's
  *                                  trace), or, HMEMLOOP_ASYNC=0, does
  *   batch, batch-off,              copies go to the driver together: kernel
@@ -31,7 +31,7 @@
  *                                  registered read-only, nor from memory
  *                                  unregistered since
  *
- * Without hmemloop the first device transfer fails. fault, self-all, the
+ * Without hmemloop the first device transfer fails. fault, host, the
  * no-sync, batch and kernel ones run in a process of their own.
  */
 #include "async.h"
@@ -304,7 +304,7 @@ static void case_order(void)
 
 /* ---- host memory through hmemloop (a process of its own) ----------------- */
 
-static void child_self_all(void)
+static void child_host(void)
 {
 	t_host = true;
 	case_write();
@@ -331,7 +331,7 @@ static const struct t_case cases[] = {
 	T_CASE("exit", case_exit),
 	T_FRESH("fault", child_fault, T_NEED_DOUBLE,
 		"CUDA_DOUBLE_FAIL_COPY=" STR(FAIL_AT)),
-	T_FRESH("self-all", child_self_all, T_NEED_SHIM, "HMEMLOOP_SELF=all"),
+	T_FRESH("host", child_host, T_NEED_SHIM),
 	T_FRESH("no-sync-off", child_no_sync, T_NEED_DOUBLE | T_NEED_SHIM,
 		"CUDA_DOUBLE_TRACE=1", "HMEMLOOP_ASYNC=0"),
 	T_FRESH("no-sync", child_no_sync, T_NEED_DOUBLE, "CUDA_DOUBLE_TRACE=1"),

@@ -30,8 +30,7 @@
  *
  * By default on device memory: without hmemloop the provider touches it
  * and the run fails. With -H on host memory, printing "digest:" lines that
- * must be the same without hmemloop and through it with
- * HMEMLOOP_SELF=all (tests/exact-host). "-c NAME,..." runs only those.
+ * must be the same without hmemloop and through it (tests/exact-host). "-c NAME,..." runs only those.
  */
 #include <stdio.h>
 #include <stdlib.h>

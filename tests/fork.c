@@ -5,10 +5,8 @@
  * behind it; its child opens a fabric of its own, inserts the parent's
  * address, writes into the parent's region and sends it a message. Both
  * must reach the parent through the provider, as without hmemloop, not
- * stay in the child's copy of the parent's memory. Run as it is (device
- * mode: host memory is the provider's), then again under
- * HMEMLOOP_SELF=all (the case "self-all", in a process of its own). The
- * harness compares the "digest:" lines with a run without hmemloop.
+ * stay in the child's copy of the parent's memory. The harness compares
+ * the "digest:" lines with a run without hmemloop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,8 +109,6 @@ static void run(void)
 /* The fork again where hmemloop does host operations too. */
 static const struct t_case cases[] = {
 	T_CASE("fork", run),
-	{ .name = "self-all", .run = run, .fresh = true,
-	  .env = { "HMEMLOOP_SELF=all" } },
 };
 
 int main(int argc, char **argv)

@@ -2,8 +2,8 @@
 /*
  * The differential fuzzer (issue 15). Each sequence of random operations
  * (fuzz_seq.c) runs twice on host memory, in two child processes: through
- * hmemloop with HMEMLOOP_SELF=all, where the shim does every same-process
- * operation itself, and on the provider alone. Their reports must be the
+ * hmemloop, which does every same-process operation itself, and on the
+ * provider alone. Their reports must be the
  * same, byte for byte. Then once on device memory through hmemloop, which
  * checks the invariants itself. What each provider is not asked, and why,
  * is in fuzz_known.c.
@@ -63,9 +63,8 @@ static void find_lib(void)
 }
 
 /* Run sequences seed .. seed + n - 1 in a child: mode "host" or
- * "device"; self, the HMEMLOOP_SELF of a run through hmemloop, NULL for
- * the provider alone. */
-static struct out child(const char *mode, const char *self, uint64_t seed,
+ * "device"; through hmemloop, or on the provider alone. */
+static struct out child(const char *mode, bool shim, uint64_t seed,
 			unsigned n)
 {
 	struct out o = { 0 };
@@ -87,9 +86,7 @@ static struct out child(const char *mode, const char *self, uint64_t seed,
 		close(fd[0]);
 		close(fd[1]);
 		setenv("HMEMLOOP_FUZZ_CHILD", mode, 1);
-		if (self) {
-			setenv("HMEMLOOP_SELF", self, 1);
-		} else {
+		if (!shim) {
 			setenv("LD_PRELOAD", preload_rest, 1);
 			unsetenv("HMEMLOOP_ENABLE");
 		}
@@ -230,7 +227,7 @@ static uint64_t compare(const struct out *shim, const struct out *alone,
 /* A batch on device memory: every sequence must end, invariants held. */
 static bool device_batch(uint64_t seed, unsigned n)
 {
-	struct out d = child("device", "device", seed, n);
+	struct out d = child("device", true, seed, n);
 	size_t len;
 
 	if (WIFEXITED(d.status) && WEXITSTATUS(d.status) == T_SKIP) {
@@ -297,8 +294,8 @@ int main(int argc, char **argv)
 	while (count ? done < count : t_now() < end) {
 		unsigned n = count && count - done < BATCH ? count - done :
 			     BATCH;
-		struct out a = child("host", "all", seed, n);
-		struct out b = child("host", NULL, seed, n);
+		struct out a = child("host", true, seed, n);
+		struct out b = child("host", false, seed, n);
 		uint64_t next;
 
 		if (WIFEXITED(b.status) && WEXITSTATUS(b.status) == T_SKIP)

@@ -4,7 +4,7 @@
  * with the async test's fixture (async_fx.c): each device transfer's copy
  * is still queued on the CUDA driver double when the next call comes.
  *
- *   fork, fork-self-all  fork() with copies in flight: the parent's complete
+ *   fork, fork-host      fork() with copies in flight: the parent's complete
  *                        with their bytes; the child runs a fabric of its own
  *   fork-trace           and calls no driver function but pointer queries
  *   close-orders         closing objects in twelve orders with writes in
@@ -104,7 +104,7 @@ static void case_fork(void)
 	fx_close();
 }
 
-static void child_fork_self_all(void)
+static void child_fork_host(void)
 {
 	t_host = true;
 	case_fork();
@@ -667,8 +667,7 @@ static const struct t_case cases[] = {
 	T_CASE("many-cq", case_many_cq),
 	T_CASE("full", case_full),
 	T_CASE("close-orders", case_close_orders),
-	T_FRESH("fork-self-all", child_fork_self_all, T_NEED_SHIM,
-		"HMEMLOOP_SELF=all"),
+	T_FRESH("fork-host", child_fork_host, T_NEED_SHIM),
 	T_FRESH("fork-trace", case_fork, T_NEED_DOUBLE, "CUDA_DOUBLE_TRACE=1"),
 	/* Copies are queried only where they are left in flight. */
 	T_FRESH("query-fault", child_query_fault, T_NEED_DOUBLE,

@@ -9,7 +9,7 @@
  * own, with FI_RMA_EVENT where the provider has it), four endpoints and
  * registered host and device buffers. They run once per memory
  * registration mode. Cases that need a fresh process (fault injection, two
- * devices, HMEMLOOP_SELF=all, CUDA calls forbidden) run this program again
+ * devices, host memory, CUDA calls forbidden) run this program again
  * as "-c NAME" with the environment they need.
  */
 #ifndef _GNU_SOURCE
@@ -212,25 +212,25 @@ static void child_two_devices(void)
 	     after);
 }
 
-/* HMEMLOOP_SELF=all: host-to-host operations are hmemloop's too, and its
- * FI_EINVAL for a bad key proves it did them. */
-static void child_self_all(void)
+/* Host-to-host operations between endpoints of this process are
+ * hmemloop's too, and its FI_EINVAL for a bad key proves it did them. */
+static void child_host(void)
 {
 	struct fx *x = cur_fx;
 	struct xfer t;
 
 	t = simple(WRITE, HA, PAD, HB, PAD, 4096);
 	t.r[0].key = bad_key(0);
-	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "HMEMLOOP_SELF=all: fi_write "
+	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "here: fi_write "
 		"host to host, a key no region has");
 	t = simple(READ, HB, PAD, HA, PAD, 4096);
 	t.r[0].key = bad_key(0);
-	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "HMEMLOOP_SELF=all: fi_read "
+	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "here: fi_read "
 		"host to host, a key no region has");
 	t = simple(WRITE, HA, PAD, HB, PAD + 1, 4096);
-	run(&x->ia, &x->tb, &t, "HMEMLOOP_SELF=all: fi_write host to host");
+	run(&x->ia, &x->tb, &t, "here: fi_write host to host");
 	t = simple(READ, HB, PAD, HA, PAD + 1, MIB);
-	run(&x->ia, &x->tb, &t, "HMEMLOOP_SELF=all: fi_read host to host, "
+	run(&x->ia, &x->tb, &t, "here: fi_read host to host, "
 	    "1 MiB");
 }
 
@@ -265,8 +265,8 @@ static const struct t_case children[] = {
 	{ .name = "two-devices", .need = T_NEED_DOUBLE,
 	  .run = child_two_devices, .fresh = true,
 	  .env = { "CUDA_DOUBLE_DEVICES=2" } },
-	{ .name = "self-all", .need = T_NEED_SHIM, .run = child_self_all,
-	  .fresh = true, .env = { "HMEMLOOP_SELF=all" } },
+	{ .name = "host", .need = T_NEED_SHIM, .run = child_host,
+	  .fresh = true },
 };
 
 /* ---- main --------------------------------------------------------------- */

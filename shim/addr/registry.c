@@ -32,8 +32,8 @@ static const char *no_scheme(const char *s, size_t *len)
 	return p + 3;
 }
 
-static bool same_addr(const struct hml_ep *e, const void *addr, size_t len,
-		      uint32_t format)
+bool hml_self_is(const struct hml_ep *e, const void *addr, size_t len,
+		 uint32_t format)
 {
 	const char *name = e->name;
 	size_t namelen = e->namelen;
@@ -105,7 +105,7 @@ struct hml_ep *hml_self_find(const void *addr, size_t len, uint32_t format)
 
 	pthread_rwlock_rdlock(&self_lock);
 	for (e = self_head; e; e = e->self_next)
-		if (same_addr(e, addr, len, format))
+		if (hml_self_is(e, addr, len, format))
 			break;
 	pthread_rwlock_unlock(&self_lock);
 	return e;

@@ -4,9 +4,12 @@
  * through the initiator's address vector and looked up in the registry
  * (registry.c), byte for byte. The answer is kept per (address vector,
  * fi_addr) in the AV's cache (avcache.c). Each address vector also keeps
- * the endpoints of this process it holds, for the source of their
- * messages; an endpoint of this process found in an address vector records
- * its receives from then on (track.c), whatever operation found it.
+ * the names inserted in it and the endpoints of this process it holds, for
+ * the source of their messages. An endpoint is recognised whenever its
+ * name and an address vector meet: at the insert, when the endpoint is
+ * given its name (enabled, renamed: hml_avs_named), or at an operation.
+ * Whoever registered (hml_av_on_found: the message layer) is told of each
+ * endpoint of this process found.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -19,13 +22,14 @@
 #define EFA_ADDR_LEN 32
 
 /*
- * What the application inserted, kept for addresses of a fixed size, for
- * providers whose lookup cannot tell (udp;ofi_rxd 1.17 fails it for the
- * first address inserted).
+ * What the application inserted: for providers whose lookup cannot tell
+ * (udp;ofi_rxd 1.17 fails it for the first address inserted), and for an
+ * endpoint named after the insert.
  */
 struct hml_av_name {
 	struct hml_av_name *next;
 	fi_addr_t addr;
+	size_t len;
 	char bytes[];
 };
 
@@ -87,12 +91,20 @@ static void add_local(struct hml_av *av, fi_addr_t addr, struct hml_ep *ep)
 	__atomic_store_n(&av->remote_gen, 0, __ATOMIC_RELEASE);
 }
 
+static void (*on_found)(struct hml_ep *ep);
+
+void hml_av_on_found(void (*fn)(struct hml_ep *ep))
+{
+	on_found = fn;
+}
+
 /* An endpoint of this process at addr: the source of its messages, and
- * its receives recorded from now on. */
+ * whoever asked is told. */
 static void found(struct hml_av *av, fi_addr_t addr, struct hml_ep *ep)
 {
 	add_local(av, addr, ep);
-	hml_rx_track(ep);
+	if (on_found)
+		on_found(ep);
 }
 
 fi_addr_t hml_av_source(struct hml_av *av, struct hml_ep *ep)
@@ -147,8 +159,8 @@ static bool inserted_name(struct hml_av *av, fi_addr_t addr, void *buf,
 	pthread_mutex_lock(&av->lock);
 	for (struct hml_av_name *n = av->names ? *bucket(av, addr) : NULL; n;
 	     n = n->next) {
-		if (n->addr == addr) {
-			*len = addr_size(av->addr_format);
+		if (n->addr == addr && n->len <= *len) {
+			*len = n->len;
 			memcpy(buf, n->bytes, *len);
 			found = true;
 			break;
@@ -168,7 +180,11 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 	int ret;
 
 	ret = av->prov->lookup(av->av, addr, name, &len);
-	if ((ret || len > sizeof(name)) && !inserted_name(av, addr, name, &len)) {
+	if (ret || len > sizeof(name)) {
+		len = sizeof(name);
+		ret = !inserted_name(av, addr, name, &len);
+	}
+	if (ret) {
 		hml_debug("AV %p: fi_addr %#lx: lookup failed (%d, %zu bytes): "
 			  "not this process", av->av, (unsigned long) addr, ret,
 			  len);
@@ -180,28 +196,37 @@ static struct hml_ep *resolve(struct hml_av *av, fi_addr_t addr)
 	return ep;
 }
 
-static void keep_names(struct hml_av *av, const void *addr, size_t count,
-		       const fi_addr_t *fi_addr)
+/* The size of the inserted address at p: string addresses follow each
+ * other, each ended by a NUL. */
+static size_t name_size(const struct hml_av *av, const char *p)
 {
-	size_t size = addr_size(av->addr_format);
+	return av->addr_format == FI_ADDR_STR ? strlen(p) + 1 :
+	       addr_size(av->addr_format);
+}
 
-	if (!size)
+/* The name inserted at fi_addr, kept; without one, the AV is scanned when
+ * an endpoint is named (hml_avs_named). */
+static void keep_name(struct hml_av *av, const char *p, fi_addr_t fi_addr)
+{
+	size_t size = p ? name_size(av, p) : 0;
+	struct hml_av_name *n;
+
+	if (fi_addr == FI_ADDR_NOTAVAIL)
 		return;
 	pthread_mutex_lock(&av->lock);
 	if (!av->names)
 		av->names = calloc(NAME_BUCKETS, sizeof(*av->names));
-	for (size_t i = 0; av->names && i < count; i++) {
-		struct hml_av_name *n = malloc(sizeof(*n) + size);
-
-		if (!n || fi_addr[i] == FI_ADDR_NOTAVAIL) {
-			free(n);
-			continue;
-		}
-		forget_locked(av, fi_addr[i]);
-		n->addr = fi_addr[i];
-		memcpy(n->bytes, (const char *) addr + i * size, size);
+	n = size && size <= sizeof(((struct hml_ep *) 0)->name) && av->names ?
+	    malloc(sizeof(*n) + size) : NULL;
+	if (n) {
+		forget_locked(av, fi_addr);
+		n->addr = fi_addr;
+		n->len = size;
+		memcpy(n->bytes, p, size);
 		n->next = *bucket(av, n->addr);
 		*bucket(av, n->addr) = n;
+	} else {
+		av->unnamed = true;
 	}
 	pthread_mutex_unlock(&av->lock);
 }
@@ -215,16 +240,16 @@ static void by_name(struct hml_av *av, const void *addr, size_t count)
 	struct hml_ep *ep;
 	size_t size;
 
+	av->unnamed = true;
 	for (size_t i = 0; p && i < count; i++, p += size) {
-		/* String addresses follow each other, each ended by a NUL. */
-		size = av->addr_format == FI_ADDR_STR ? strlen(p) + 1 :
-		       addr_size(av->addr_format);
+		size = name_size(av, p);
 		if (!size)
 			return;
 		ep = hml_self_find(p, size, av->addr_format);
 		if (!ep)
 			continue;
-		hml_rx_track(ep);
+		if (on_found)
+			on_found(ep);
 		for (fi_addr_t a = 0; a < av->nslots; a++) {
 			if (resolve(av, a) == ep) {
 				found(av, a, ep);
@@ -244,14 +269,16 @@ void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 		      __atomic_load_n(&av->remote_gen, __ATOMIC_ACQUIRE) == gen);
 	struct hml_ep *ep;
 
+	const char *p = addr;
+
 	if (!fi_addr)
 		by_name(av, addr, count);
 	for (size_t i = 0; fi_addr && i < count; i++) {
+		keep_name(av, p, fi_addr[i]);
+		if (p)
+			p += name_size(av, p);
 		if (fi_addr[i] == FI_ADDR_NOTAVAIL)
 			continue;
-		if (addr)
-			keep_names(av, (const char *) addr +
-				   i * addr_size(av->addr_format), 1, &fi_addr[i]);
 		if ((ep = resolve(av, fi_addr[i]))) {
 			found(av, fi_addr[i], ep);
 			remote = false;
@@ -309,6 +336,30 @@ struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
 	if (!av->rx_ctx_bits)
 		return ep;
 	return target_ep(ep, addr, av->rx_ctx_bits);
+}
+
+/* An endpoint of this process was named after addresses went into av:
+ * the fi_addr values that hold its name. */
+void hml_av_learn(struct hml_av *av, struct hml_ep *e)
+{
+	fi_addr_t hits[16];
+	size_t n = 0;
+	bool scan;
+
+	pthread_mutex_lock(&av->lock);
+	for (size_t i = 0; av->names && i < NAME_BUCKETS; i++)
+		for (struct hml_av_name *a = av->names[i]; a; a = a->next)
+			if (n < sizeof(hits) / sizeof(hits[0]) &&
+			    hml_self_is(e, a->bytes, a->len, av->addr_format))
+				hits[n++] = a->addr;
+	scan = av->unnamed;
+	pthread_mutex_unlock(&av->lock);
+	for (size_t i = 0; i < n; i++)
+		found(av, hits[i], e);
+	/* Inserted where no name could be kept: the provider is asked. */
+	for (fi_addr_t a = 0; scan && a < av->nslots; a++)
+		if (resolve(av, a) == e)
+			found(av, a, e);
 }
 
 void hml_av_names_fini(struct hml_av *av)

@@ -37,11 +37,12 @@ void hml_complete_tx(struct hml_ep *e, const struct hml_cqe *c, uint64_t flags,
  * on its CQ. */
 static void complete_target(const struct hml_op *op, size_t len)
 {
-	uint64_t event = op->read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	bool read = op->kind == HML_READ;
+	uint64_t event = read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
 	struct hml_ep *b = op->t->base;
 
-	hml_cntr_bump(b->cntr[op->read ? HML_CNTR_REMOTE_READ :
-				      HML_CNTR_REMOTE_WRITE], len, false);
+	hml_cntr_bump(b->cntr[read ? HML_CNTR_REMOTE_READ :
+				     HML_CNTR_REMOTE_WRITE], len, false);
 	for (size_t i = 0; i < op->nmrs; i++) {
 		bool seen = false;
 
@@ -50,7 +51,7 @@ static void complete_target(const struct hml_op *op, size_t len)
 		if (!seen && (op->mrs[i]->cntr_flags & event))
 			hml_cntr_bump(op->mrs[i]->cntr, len, false);
 	}
-	if (!op->read && (op->flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
+	if (!read && (op->flags & FI_REMOTE_CQ_DATA) && b->rx_cq) {
 		struct hml_cqe c = {
 			.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 			.len = len,
@@ -97,7 +98,8 @@ void hml_complete_op(struct hml_op *op, int err)
 		hml_complete_rx(op->t, &op->rx, op->asked);
 	else if (op->target && !op->tx.err)
 		complete_target(op, op->tx.len);
-	else if (op->target && !op->read && (op->flags & FI_REMOTE_CQ_DATA))
+	else if (op->target && op->kind == HML_WRITE &&
+		 (op->flags & FI_REMOTE_CQ_DATA))
 		hml_cq_unreserve(op->t->base->rx_cq);
 	hml_complete_tx(op->e, &op->tx, op->flags, op->inject, op->cntr);
 	for (size_t i = 0; i < op->nmrs; i++)

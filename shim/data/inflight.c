@@ -77,7 +77,7 @@ void hml_inflight_fini(struct hml_ep *e)
 /* Does the target report on its CQ? */
 static bool t_reports(const struct hml_op *op)
 {
-	return op->t && (op->recv || (!op->read &&
+	return op->t && (op->recv || (op->kind != HML_READ &&
 				      (op->flags & FI_REMOTE_CQ_DATA)));
 }
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The receive side. A message from this process must land in a receive
+ * The receive calls. A message from this process must land in a receive
  * the application posted, and the provider holds those. So once an
- * endpoint is in an address vector of this process, the shim records every
+ * endpoint is in an address vector of this process, hmemloop records every
  * receive posted on it (or on its shared receive context) in its queue
  * (rxq.c), in posting order, until its completion is read; the provider
  * holds each under the record's own context (hml_msg.h says why). A
  * directed untagged receive for an endpoint of this process is kept here,
- * never given to the provider. The application's fi_cancel is mapped to
+ * never given to the provider. FI_PEEK and FI_CLAIM look at the messages
+ * hmemloop holds first (peek.c). The application's fi_cancel is mapped to
  * the record's context. Which endpoints are tracked is track.c's.
  */
 #include <sched.h>
@@ -45,15 +46,19 @@ static bool keep(struct hml_rxq *q, const struct hml_rx *r)
 	if (r->tagged || !hml_rx_directed(q, r) || !q->av)
 		return false;
 	s = hml_av_target(q->av, r->src);
-	return s && !s->base->opaque && hml_xfer_msg_ok(s, q->owner);
+	return s && !s->base->opaque && !s->base->cuda_forbidden &&
+	       !q->owner->cuda_forbidden;
 }
 
 static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		    const struct fi_msg_tagged *m, uint64_t flags, int tagged)
 {
-	struct hml_rx *r = hml_rx_new(q, fid, m, flags, tagged);
+	struct hml_rx *r;
 
+	pthread_mutex_lock(&q->lock);
+	r = hml_rx_new(q, fid, m, flags, tagged);
 	if (!r) {
+		pthread_mutex_unlock(&q->lock);
 		hml_warn("out of memory: a receive (context %p) is not "
 			 "recorded; a same-process message cannot take it",
 			 m->context);
@@ -61,10 +66,9 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		return hml_rx_prov(untracked(q->owner), fid, m, flags,
 				   tagged);
 	}
-	pthread_mutex_lock(&q->lock);
 	if (!hml_rx_take_waiting(q, r)) {
+		hml_rx_free(r);
 		pthread_mutex_unlock(&q->lock);
-		free(r);
 		return 0;
 	}
 	if (keep(q, r)) {
@@ -137,15 +141,21 @@ static ssize_t hml_trecvv(struct fid_ep *ep, const struct iovec *iov,
 		    iov, desc, count, src, tag, ignore, ctx, 0);
 }
 
-/* FI_PEEK, FI_CLAIM and FI_DISCARD ask the provider about the messages it
- * holds: they pass through, and do not see the shim's. */
+/* FI_PEEK, FI_CLAIM and FI_DISCARD: the messages hmemloop holds, then
+ * the provider's. */
 static ssize_t hml_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
 	struct hml_ep *e = tagged_ep(ep);
+	struct hml_rxq *q;
+	ssize_t ret;
 
-	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
+	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)) {
+		q = hml_rxq_of(e);
+		if (q && hml_msg_peek(e, q, ep, msg, flags, &ret))
+			return ret;
 		return hml_rx_owner(e)->prov_tagged->recvmsg(ep, msg, flags);
+	}
 	return RECV(e, tagged, ep, flags, HML_TAGGED, recvmsg(ep, msg, flags),
 		    msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
 		    msg->tag, msg->ignore, msg->context, 0);
@@ -188,7 +198,8 @@ static struct hml_rx *app_rx(struct hml_rxq *q, void *context, bool *busy)
 
 /* A kept receive the application cancels, unlinked: completed with
  * FI_ECANCELED as util providers complete one they hold. */
-static void cancel_kept(struct hml_rx *r, struct hml_cq *cq)
+static void cancel_kept(struct hml_rxq *q, struct hml_rx *r,
+			struct hml_cq *cq)
 {
 	struct hml_cqe c = {
 		.op_context = r->context,
@@ -198,9 +209,10 @@ static void cancel_kept(struct hml_rx *r, struct hml_cq *cq)
 		.prov_errno = -FI_ECANCELED,
 	};
 
+	hml_rx_free(r);
+	pthread_mutex_unlock(&q->lock);
 	if (cq)
 		hml_cq_push(cq, &c);
-	free(r);
 }
 
 /*
@@ -236,8 +248,7 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 	if (r->state == HML_RX_KEPT) {
 		hml_rx_unlink(q, r);
 		cq = q->ncqs ? q->cqs[0] : NULL;
-		pthread_mutex_unlock(&q->lock);
-		cancel_kept(r, cq);
+		cancel_kept(q, r, cq);
 		return 0;
 	}
 	r->state = HML_RX_APP_CANCELING;
@@ -247,12 +258,12 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 
 	pthread_mutex_lock(&q->lock);
 	if (r->state == HML_RX_DONE) {
-		free(r);
+		hml_rx_free(r);
 	} else if (hml_rxq_unseen(q)) {
 		/* No CQ will say more: cancelled or completed unseen, it is
 		 * gone from the provider. */
 		hml_rx_unlink(q, r);
-		free(r);
+		hml_rx_free(r);
 	} else {
 		r->state = ret ? HML_RX_POSTED : HML_RX_APP_CANCELED;
 	}

@@ -1,45 +1,94 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receive queue of an endpoint or shared receive context: the records
- * of the receives the shim tracks, in posting order and by the address of
- * their provider context, and the messages from this process that wait,
- * staged, for a receive. Delivering a message into a record, and giving a
- * record to the provider, are done here; the protocol that takes records
- * back from the provider is takeback.c's.
+ * of the receives hmemloop tracks, in posting order, how a record is
+ * given to the provider, and the messages from this process that wait,
+ * staged, for a receive. Records come from one arena, reserved once, so
+ * that whether a provider's entry names one costs two comparisons
+ * (hml_rx_named), and are reused, never given back.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hml_log.h"
 #include "hml_msg.h"
-#include "hml_op.h"
 #include "hml_stats.h"
 
-#define BUCKETS 1024
 /* Messages staged for an owner whose provider gives no rx_size. */
 #define UNEXP_DEFAULT 1024
+
+/* The arena: address space reserved once (4 million records), made
+ * usable a chunk at a time. */
+#define ARENA_SIZE (1UL << 30)
+#define CHUNK (1UL << 20)
+#define REFILL 64
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *arena;			/* atomic once set */
+static size_t arena_used, arena_ready;
+static struct hml_rx *arena_free;	/* records of destroyed queues */
+
+/* Called with arena_lock held. */
+static struct hml_rx *carve(void)
+{
+	struct hml_rx *r;
+
+	if (!arena) {
+		void *p = mmap(NULL, ARENA_SIZE, PROT_NONE, MAP_PRIVATE |
+			       MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		__atomic_store_n(&arena, p, __ATOMIC_RELEASE);
+	}
+	if (arena_used + sizeof(*r) > arena_ready) {
+		if (arena_ready + CHUNK > ARENA_SIZE ||
+		    mprotect(arena + arena_ready, CHUNK,
+			     PROT_READ | PROT_WRITE))
+			return NULL;
+		arena_ready += CHUNK;
+	}
+	r = (struct hml_rx *) (arena + arena_used);
+	arena_used += sizeof(*r);
+	return r;
+}
+
+/* Records for q's free list: q is locked. */
+static void refill(struct hml_rxq *q)
+{
+	pthread_mutex_lock(&arena_lock);
+	for (int i = 0; i < REFILL; i++) {
+		struct hml_rx *r = arena_free;
+
+		if (r)
+			arena_free = r->next;
+		else if (!(r = carve()))
+			break;
+		r->next = q->free;
+		q->free = r;
+	}
+	pthread_mutex_unlock(&arena_lock);
+}
+
+/* The record a provider's context names, if it names one: an address
+ * compared, the application's contexts never read. */
+struct hml_rx *hml_rx_named(const void *ctx)
+{
+	const char *a = __atomic_load_n(&arena, __ATOMIC_ACQUIRE);
+	uintptr_t off = (uintptr_t) ctx - (uintptr_t) a;
+
+	if (!a || off >= ARENA_SIZE ||
+	    off % sizeof(struct hml_rx) != offsetof(struct hml_rx, ctx))
+		return NULL;
+	return hml_container_of(ctx, struct hml_rx, ctx);
+}
 
 /* Do q's receives complete on no CQ, only on a receive counter? (An
  * SRX's complete on its endpoints' CQs.) */
 bool hml_rxq_unseen(const struct hml_rxq *q)
 {
 	return q->owner->h.fid->fclass != FI_CLASS_SRX_CTX && !q->owner->rx_cq;
-}
-
-static struct hml_rx **bucket(struct hml_rxq *q, const void *ctx)
-{
-	return &q->by_ctx[((uintptr_t) ctx >> 6) % BUCKETS];
-}
-
-/* The live record a provider's context names, if it names one: compared
- * by address only, so an application's context is never read. */
-struct hml_rx *hml_rx_named(struct hml_rxq *q, const void *ctx)
-{
-	struct hml_rx *r;
-
-	for (r = *bucket(q, ctx); r && &r->ctx != ctx; r = r->hnext)
-		;
-	return r;
 }
 
 void hml_rx_link(struct hml_rxq *q, struct hml_rx *r)
@@ -50,33 +99,40 @@ void hml_rx_link(struct hml_rxq *q, struct hml_rx *r)
 	r->prev = head->prev;
 	head->prev->next = r;
 	head->prev = r;
-	r->hnext = *bucket(q, &r->ctx);
-	*bucket(q, &r->ctx) = r;
 }
 
 void hml_rx_unlink(struct hml_rxq *q, struct hml_rx *r)
 {
-	struct hml_rx **p;
-
+	(void) q;
 	if (!r->next)
 		return;
 	r->prev->next = r->next;
 	r->next->prev = r->prev;
 	r->next = r->prev = NULL;
-	for (p = bucket(q, &r->ctx); *p != r; p = &(*p)->hnext)
-		;
-	*p = r->hnext;
 }
 
+/* A record for a receive, or NULL where memory is out: q is locked. */
 struct hml_rx *hml_rx_new(struct hml_rxq *q, struct fid_ep *fid,
 			  const struct fi_msg_tagged *m, uint64_t flags,
 			  int tagged)
 {
-	struct hml_rx *r = calloc(1, sizeof(*r) + m->iov_count *
-				  (sizeof(struct iovec) + sizeof(void *)));
+	struct hml_rx *r;
+	struct iovec *iov = NULL;
 
-	if (!r)
+	if (m->iov_count > HML_RX_IOVS &&
+	    !(iov = malloc(m->iov_count * (sizeof(*iov) + sizeof(void *)))))
 		return NULL;
+	if (!q->free)
+		refill(q);
+	if (!(r = q->free)) {
+		free(iov);
+		return NULL;
+	}
+	q->free = r->next;
+	memset(r, 0, offsetof(struct hml_rx, iov_in));
+	r->q = q;
+	r->iov = iov ? iov : r->iov_in;
+	r->desc = iov ? (void **) (iov + m->iov_count) : r->desc_in;
 	r->fid = fid;
 	r->context = m->context;
 	r->flags = flags;
@@ -86,19 +142,32 @@ struct hml_rx *hml_rx_new(struct hml_rxq *q, struct fid_ep *fid,
 	r->tagged = tagged;
 	r->min_multi = q->min_multi_recv;
 	/* A receive that completes without an entry would stay recorded
-	 * for ever: ask for the entry, and swallow it (takeback.c). */
+	 * for ever: ask for the entry, and swallow it (filter.c). */
 	if ((q->owner_rx_cq_flags & FI_SELECTIVE_COMPLETION) &&
 	    !(flags & FI_COMPLETION)) {
 		r->silent = true;
 		r->flags |= FI_COMPLETION;
 	}
 	r->count = m->iov_count;
-	r->iov = (struct iovec *) (r + 1);
-	r->desc = (void **) (r->iov + r->count);
 	memcpy(r->iov, m->msg_iov, r->count * sizeof(*r->iov));
 	if (m->desc)
 		memcpy(r->desc, m->desc, r->count * sizeof(*r->desc));
+	else
+		memset(r->desc, 0, r->count * sizeof(*r->desc));
 	return r;
+}
+
+/* A record done with, back to its queue's free list: its queue is
+ * locked. */
+void hml_rx_free(struct hml_rx *r)
+{
+	struct hml_rxq *q = r->q;
+
+	if (r->iov != r->iov_in)
+		free(r->iov);
+	r->prev = NULL;
+	r->next = q->free;
+	q->free = r;
 }
 
 /* Does a receive take messages from one source only? */
@@ -120,69 +189,6 @@ bool hml_rx_multi_left(const struct hml_rx *r)
 {
 	return r->used < r->iov[0].iov_len &&
 	       r->iov[0].iov_len - r->used >= r->min_multi;
-}
-
-/*
- * Copy a message into a receive and complete the receive on the endpoint
- * the message was sent to: now, or with the sender's op, whose copy it
- * then is. A message longer than the receive is cut, and the receive says
- * so (FI_ETRUNC). A multi-receive buffer takes it at its first free byte
- * and is released (FI_MULTI_RECV) once what is left is below the minimum.
- * Returns the copy's error, which the sender shares.
- */
-int hml_rx_deliver(struct hml_ep *t, struct hml_rx *r,
-		   const struct hml_side *src, const struct hml_msgin *in,
-		   struct hml_op *op)
-{
-	struct hml_ep *b = t->base;
-	bool multi = r->flags & FI_MULTI_RECV;
-	bool asked = (r->flags & FI_COMPLETION) && !r->silent;
-	struct hml_cqe c = {
-		.op_context = r->context,
-		.flags = (r->tagged ? FI_TAGGED : FI_MSG) | FI_RECV |
-			 (in->flags & FI_REMOTE_CQ_DATA),
-		.data = in->data,
-		.tag = in->tag,
-		.src_addr = in->src,
-	};
-	struct hml_side dst;
-	struct iovec left;
-	int err;
-
-	if (multi) {
-		left.iov_base = (char *) r->iov[0].iov_base + r->used;
-		left.iov_len = r->iov[0].iov_len - r->used;
-		c.buf = left.iov_base;
-		err = hml_side_local(&dst, b->domain, &left, r->desc, 1);
-	} else {
-		err = hml_side_local(&dst, b->domain, r->iov, r->desc, r->count);
-	}
-	if (!err) {
-		c.len = src->len < dst.len ? src->len : dst.len;
-		err = hml_move(&dst, src, c.len, op);
-	}
-	if (err) {
-		c.err = -err;
-		c.len = 0;
-	} else if (src->len > dst.len) {
-		c.err = FI_ETRUNC;
-		c.olen = src->len - dst.len;
-	}
-	if (multi) {
-		r->used += (c.len + 7) & ~(size_t) 7;
-		if (!hml_rx_multi_left(r))
-			c.flags |= FI_MULTI_RECV;
-	}
-	if (op) {
-		op->t = t;
-		op->recv = true;
-		op->rx = c;
-		op->asked = asked;
-	} else {
-		hml_complete_rx(t, &c, asked);
-	}
-	hml_stat_recv(r->tagged, src, &dst, c.len, c.err);
-	return err;
 }
 
 ssize_t hml_rx_prov(struct hml_ep *o, struct fid_ep *fid,
@@ -214,48 +220,10 @@ static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
 	return hml_rx_prov(q->owner, r->fid, &m, r->flags, r->tagged);
 }
 
-static struct hml_unexp *take_unexp(struct hml_rxq *q, struct hml_rx *r)
-{
-	struct hml_unexp **p, *u;
-
-	for (p = &q->unexp[r->tagged]; (u = *p); p = &u->next) {
-		if (hml_rx_matches(q, r, u->in.src, u->in.tag)) {
-			*p = u->next;
-			if (q->unexp_tail[r->tagged] == &u->next)
-				q->unexp_tail[r->tagged] = p;
-			q->nunexp--;
-			return u;
-		}
-	}
-	return NULL;
-}
-
-/*
- * A receive about to go to the provider first takes the messages from this
- * process that wait for it. Called and returning with the queue locked;
- * false if nothing is left of the receive to post.
- */
-bool hml_rx_take_waiting(struct hml_rxq *q, struct hml_rx *r)
-{
-	struct hml_unexp *u;
-
-	while ((u = take_unexp(q, r))) {
-		pthread_mutex_unlock(&q->lock);
-		/* After the messages in flight, which may be older. */
-		hml_inflight_drain();
-		hml_rx_deliver(u->target, r, &u->side, &u->in, NULL);
-		hml_rx_unstage(u);
-		pthread_mutex_lock(&q->lock);
-		if (!(r->flags & FI_MULTI_RECV) || !hml_rx_multi_left(r))
-			return false;
-	}
-	return true;
-}
-
 /* Give a receive to the provider, recorded: called with the queue locked,
  * returns with it unlocked. The record is linked before the provider has
- * the receive, so that no completion can come first; it is POSTING until
- * then, and no sender takes it. */
+ * the receive, so that it keeps its place; it is POSTING until then, and
+ * no sender takes it. */
 ssize_t hml_rx_post(struct hml_rxq *q, struct hml_rx *r)
 {
 	ssize_t ret;
@@ -269,37 +237,12 @@ ssize_t hml_rx_post(struct hml_rxq *q, struct hml_rx *r)
 	pthread_mutex_lock(&q->lock);
 	if (ret || r->state == HML_RX_DONE) {
 		hml_rx_unlink(q, r);
-		free(r);
+		hml_rx_free(r);
 	} else {
 		r->state = HML_RX_POSTED;
 	}
 	pthread_mutex_unlock(&q->lock);
 	return ret;
-}
-
-/* A receive taken back for a sender that gave up waiting for the cancel, or
- * a multi-receive buffer with room left: it goes to what waits for it, or
- * back to the provider (or, kept, to the end of the queue). */
-void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r)
-{
-	void *context = r->context;
-
-	pthread_mutex_lock(&q->lock);
-	r->abandoned = false;
-	if (!hml_rx_take_waiting(q, r)) {
-		pthread_mutex_unlock(&q->lock);
-		free(r);
-		return;
-	}
-	if (r->state == HML_RX_KEPT) {
-		hml_rx_link(q, r);
-		pthread_mutex_unlock(&q->lock);
-		return;
-	}
-	if (hml_rx_post(q, r))
-		hml_warn("a receive (context %p) taken back from the provider "
-			 "could not be given back: it will not complete",
-			 context);
 }
 
 /* A copy of a message no receive was posted for: device payloads wait in
@@ -374,15 +317,52 @@ bool hml_rx_hold(struct hml_rxq *q, struct hml_unexp *u, int tagged)
 	return true;
 }
 
+/* Moves the messages sent to t from *p onto *gone; the new tail. */
+static struct hml_unexp **drop_from(struct hml_unexp **p, struct hml_ep *t,
+				    struct hml_unexp **gone, size_t *n)
+{
+	struct hml_unexp *u, **tail = p;
+
+	while ((u = *p)) {
+		if (u->target == t) {
+			*p = u->next;
+			u->next = *gone;
+			*gone = u;
+			(*n)++;
+		} else {
+			p = &u->next;
+			tail = p;
+		}
+	}
+	return tail;
+}
+
+/* Messages sent to t, which is closing, that wait in its shared receive
+ * context are lost (fi_endpoint(3)). */
+void hml_rxq_drop(struct hml_rxq *q, struct hml_ep *t)
+{
+	struct hml_unexp *u, *gone = NULL;
+	size_t n = 0, claimed = 0;
+
+	pthread_mutex_lock(&q->lock);
+	for (int i = 0; i < 2; i++)
+		q->unexp_tail[i] = drop_from(&q->unexp[i], t, &gone, &n);
+	drop_from(&q->claimed, t, &gone, &claimed);
+	q->nunexp -= n;
+	pthread_mutex_unlock(&q->lock);
+	while ((u = gone)) {
+		gone = u->next;
+		hml_rx_unstage(u);
+	}
+}
+
 struct hml_rxq *hml_rxq_new(struct hml_ep *o, struct hml_ep *t)
 {
 	struct hml_rxq *q = calloc(1, sizeof(*q));
 	size_t min = 0, len = sizeof(min);
 
-	if (!q || !(q->by_ctx = calloc(BUCKETS, sizeof(*q->by_ctx)))) {
-		free(q);
+	if (!q)
 		return NULL;
-	}
 	pthread_mutex_init(&q->lock, NULL);
 	q->owner = o;
 	q->av = hml_ep_av(t->base);
@@ -394,7 +374,7 @@ struct hml_rxq *hml_rxq_new(struct hml_ep *o, struct hml_ep *t)
 	}
 	q->max_unexp = o->rx_size ? o->rx_size :
 		       t->base->rx_size ? t->base->rx_size : UNEXP_DEFAULT;
-	/* Taking a multi-receive buffer, the shim releases it as the
+	/* Taking a multi-receive buffer, hmemloop releases it as the
 	 * provider would: when less than this is left. */
 	if (!fi_getopt(&o->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
 		       &min, &len))
@@ -402,56 +382,51 @@ struct hml_rxq *hml_rxq_new(struct hml_ep *o, struct hml_ep *t)
 	return q;
 }
 
-/* Messages sent to t, which is closing, that wait in its shared receive
- * context are lost (fi_endpoint(3)). */
-void hml_rxq_drop(struct hml_rxq *q, struct hml_ep *t)
+static void drop_records(struct hml_rx *r)
 {
-	struct hml_unexp **p, *u, *gone = NULL;
+	while (r) {
+		struct hml_rx *next = r->next;
 
-	pthread_mutex_lock(&q->lock);
-	for (int i = 0; i < 2; i++) {
-		q->unexp_tail[i] = &q->unexp[i];
-		for (p = &q->unexp[i]; (u = *p);) {
-			if (u->target == t) {
-				*p = u->next;
-				u->next = gone;
-				gone = u;
-				q->nunexp--;
-			} else {
-				q->unexp_tail[i] = &u->next;
-				p = &u->next;
-			}
-		}
-	}
-	pthread_mutex_unlock(&q->lock);
-	while ((u = gone)) {
-		gone = u->next;
-		hml_rx_unstage(u);
+		hml_rx_free(r);
+		r = next;
 	}
 }
 
-/* The queue, watched by no CQ any more, and all it holds. */
+/* The queue, watched by no CQ any more, and all it holds; its records go
+ * back to the arena. */
 void hml_rxq_destroy(struct hml_rxq *q)
 {
-	struct hml_unexp *u;
-	struct hml_rx *r;
+	struct hml_rx *r, *last;
 
 	for (int i = 0; i < 2; i++) {
 		while ((r = q->posted[i].next) != &q->posted[i]) {
 			hml_rx_unlink(q, r);
-			free(r);
+			hml_rx_free(r);
 		}
 		/* fi_endpoint(3): messages not yet received are lost. */
-		while ((u = q->unexp[i])) {
+		while (q->unexp[i]) {
+			struct hml_unexp *u = q->unexp[i];
+
 			q->unexp[i] = u->next;
 			hml_rx_unstage(u);
 		}
 	}
-	while ((r = q->orphans)) {
-		q->orphans = r->next;
-		free(r);
+	while (q->claimed) {
+		struct hml_unexp *u = q->claimed;
+
+		q->claimed = u->next;
+		hml_rx_unstage(u);
+	}
+	drop_records(q->orphans);
+	q->orphans = NULL;
+	if ((r = q->free)) {
+		for (last = r; last->next; last = last->next)
+			;
+		pthread_mutex_lock(&arena_lock);
+		last->next = arena_free;
+		arena_free = r;
+		pthread_mutex_unlock(&arena_lock);
 	}
 	pthread_mutex_destroy(&q->lock);
-	free(q->by_ctx);
 	free(q);
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Which endpoints' receives are recorded, and which CQs are read through
- * their records. An endpoint's receives are recorded from when it is in an
- * address vector of this process (hml_rx_track, from selfaddr.c), in the
- * queue of the endpoint or of its shared receive context; the CQs of every
- * endpoint enabled on that context are watched (takeback.c) before the
- * queue is published. Closing undoes it.
+ * their records. An endpoint's receives are recorded from when it is found
+ * in an address vector of this process (hml_rx_track, which the address
+ * layer calls for each one it finds), in the queue of the endpoint or of
+ * its shared receive context; the CQs of every endpoint enabled on that
+ * context are watched (filter.c) before the queue is published. Closing
+ * undoes it.
  */
 #include "hml_log.h"
 #include "hml_msg.h"
@@ -95,6 +96,11 @@ void hml_rx_drop_target(struct hml_ep *t)
 	leave_srx(t);
 	if (q)
 		hml_rxq_drop(q, t);
+}
+
+__attribute__((constructor)) static void track_init(void)
+{
+	hml_av_on_found(hml_rx_track);
 }
 
 void hml_rxq_free(struct hml_rxq *q)

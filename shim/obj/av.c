@@ -1,58 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Address vectors: every change to one invalidates what selfaddr.c
- * learned from it, and an endpoint that closes leaves them all. */
+ * learned from it. */
 #include <stdlib.h>
 
 #include "hml_av.h"
 #include "hml_log.h"
-
-/* Every wrapped AV. */
-static pthread_mutex_t avs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hml_av *avs;
-
-/* The child of a fork() has one thread, which may have been forked while
- * another held the lock. */
-static void forked(void)
-{
-	pthread_mutex_init(&avs_lock, NULL);
-}
-
-__attribute__((constructor)) static void avs_init(void)
-{
-	pthread_atfork(NULL, NULL, forked);
-}
-
-static void list(struct hml_av *av)
-{
-	pthread_mutex_lock(&avs_lock);
-	av->next_av = avs;
-	avs = av;
-	pthread_mutex_unlock(&avs_lock);
-}
-
-static void unlist(struct hml_av *av)
-{
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av **p = &avs; *p; p = &(*p)->next_av) {
-		if (*p == av) {
-			*p = av->next_av;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&avs_lock);
-}
-
-/* An endpoint closes: it leaves every address vector, as an address's
- * verdict and as a source (its memory may be the next endpoint's). */
-void hml_avs_forget(struct hml_ep *e)
-{
-	pthread_mutex_lock(&avs_lock);
-	for (struct hml_av *av = avs; av; av = av->next_av) {
-		hml_av_cache_forget(av, e);
-		hml_av_locals_forget(av, e);
-	}
-	pthread_mutex_unlock(&avs_lock);
-}
 
 static struct hml_av *av_of(struct fid_av *av)
 {
@@ -123,7 +75,7 @@ static void release(struct hml_fid *h)
 {
 	struct hml_av *a = hml_container_of(h, struct hml_av, h);
 
-	unlist(a);
+	hml_av_unlist(a);
 	hml_av_cache_fini(a);
 	hml_av_names_fini(a);
 	pthread_mutex_destroy(&a->lock);
@@ -148,7 +100,7 @@ void hml_av_wrap(struct hml_domain *d, struct fid_av *av,
 	a->domain = d;
 	a->addr_format = d->addr_format;
 	a->rx_ctx_bits = attr->rx_ctx_bits;
-	list(a);
+	hml_av_list(a);
 	if (hml_table_take(&av->ops, &a->ops, a->prov)) {
 		hml_table_set(&a->ops.ops, insert, hml_av_insert);
 		hml_table_set(&a->ops.ops, insertsvc, hml_av_insertsvc);

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Completion queues. Every read path returns the shim's entries first,
- * then the provider's; while the shim has none, a read costs one load more
- * than the provider's own. A CQ where receives of tracked endpoints
- * complete is read through the pump (takeback.c): each provider entry
- * passes the receive records first, so that a receive's completion retires
- * its record and gets the application's context back (the provider knows
- * the receive by the record's), and the cancels the shim asked for never
- * reach the application.
+ * Completion queues. Every read path returns hmemloop's entries first,
+ * then the provider's; while hmemloop has none, a read costs one load more
+ * than the provider's own. On a CQ where receives of tracked endpoints
+ * complete, each provider entry passes the receive records (filter.c), so
+ * that a receive's completion retires its record and gets the
+ * application's context back (the provider knows the receive by the
+ * record's), and the cancels hmemloop asked for never reach the
+ * application: in place, in the application's buffer, two comparisons an
+ * entry; an error goes through the pump.
  *
  * Providers call their own CQ's ops through the fid (util's read calls
  * fi_cq_readfrom, its sread fi_cq_readfrom too), so those calls land in
@@ -54,16 +55,6 @@ static ssize_t merge(ssize_t ours, ssize_t theirs)
 	if (theirs > 0)
 		return ours + theirs;
 	return ours ? ours : theirs;
-}
-
-/* A CQ read through the shim: what the pump brought, or -FI_EAGAIN. */
-static ssize_t pumped(struct hml_cq *c, void *buf, size_t count, fi_addr_t *src)
-{
-	ssize_t n;
-
-	hml_rx_pump(c);
-	n = hml_cq_take(c, buf, count, src);
-	return n ? n : -FI_EAGAIN;
 }
 
 /* The provider's read, or its readfrom as the application called. Not
@@ -130,24 +121,62 @@ static void progress(struct hml_cq *c, size_t count)
 		hml_inflight_progress();
 }
 
+/*
+ * The provider's entries into buf, through the receive records: read and
+ * passed under the pump's lock, so that a record's entries are seen in
+ * the provider's order, unless the application never reads the CQ from
+ * two threads at once. Read with the provider's readfrom, as the pump
+ * reads: util's read calls the CQ's readfrom op, ours, which would come
+ * back here. An error is the pump's to read, then hmemloop's to hand out.
+ */
+#define FILTER_MAX 64
+
+static ssize_t filtered(struct hml_cq *c, void *buf, size_t count,
+			fi_addr_t *src)
+{
+	fi_addr_t mine[FILTER_MAX];
+	ssize_t n;
+
+	if (!src && count > FILTER_MAX)
+		count = FILTER_MAX;
+	if (!c->serial)
+		pthread_mutex_lock(&c->pump_lock);
+	n = c->from ? c->prov->readfrom(c->cq, buf, count, src ? src : mine) :
+		      -FI_ENOSYS;
+	if (n == -FI_ENOSYS) {
+		c->from = false;
+		n = c->prov->read(c->cq, buf, count);
+	}
+	if (n > 0)
+		n = hml_rx_filter(c, buf, n, src);
+	if (!c->serial)
+		pthread_mutex_unlock(&c->pump_lock);
+	if (n == -FI_EAVAIL) {
+		hml_rx_pump(c);
+		n = hml_cq_take(c, buf, count, src);
+	}
+	return n ? n : -FI_EAGAIN;
+}
+
 static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 			 fi_addr_t *src, bool from)
 {
-	ssize_t n;
+	ssize_t n = 0;
 
 	progress(c, count);
 	if (!buf || !count)
 		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
 	if (in_sread == c)
 		return nested(c, buf, count, src, from);
-	if (filtering(c))
-		return pumped(c, buf, count, src);
-	n = hml_cq_take(c, buf, count, src);
-	/* A read the shim filled drives no progress: the next one will. */
+	if (pending(c))
+		n = hml_cq_take(c, buf, count, src);
+	/* A read hmemloop filled drives no progress: the next one will. */
 	if (n < 0 || (size_t) n == count)
 		return n;
-	return merge(n, prov_read(c, (char *) buf + n * c->entry_size,
-				  count - n, src ? src + n : NULL, from));
+	buf = (char *) buf + n * c->entry_size;
+	src = src ? src + n : NULL;
+	return merge(n, filtering(c) ? filtered(c, buf, count - n, src) :
+				       prov_read(c, buf, count - n, src, from));
 }
 
 static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
@@ -222,7 +251,7 @@ static ssize_t prov_sread(struct hml_cq *c, void *buf, size_t count,
 		   c->prov->sread(c->cq, buf, count, cond, timeout);
 	in_sread = NULL;
 	if (m > 0 && filtering(c) && !nested_pump)
-		m = hml_rx_refilter(c, buf, m, src);
+		m = hml_rx_filter(c, buf, m, src);
 	return m;
 }
 
@@ -382,6 +411,8 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 	c->size = attr->size ? attr->size : HML_CQ_DEFAULT_SIZE;
 	c->wait_obj = attr->wait_obj;
 	c->wait_cond = attr->wait_cond;
+	c->serial = d->threading == FI_THREAD_DOMAIN ||
+		    d->threading == FI_THREAD_COMPLETION;
 	c->from = true;
 	if (hml_table_take(&cq->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cq_read);

@@ -229,6 +229,7 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 	d->caps = info->caps | info->domain_attr->caps;
 	d->mr_mode = mr_mode_bits(info->domain_attr->mr_mode);
 	d->addr_format = info->addr_format;
+	d->threading = info->domain_attr->threading;
 	d->hmem = hmem;
 
 	if (hml_table_take(&domain->ops, &d->ops, d->prov)) {

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hml_av.h"
 #include "hml_log.h"
 #include "hml_msg.h"
-#include "hml_op.h"
+#include "hml_route.h"
 
 /* libfabric 1.18 added this option; its value is part of the ABI. */
 #define HML_OPT_CUDA_API_PERMITTED 10
@@ -151,13 +152,17 @@ static int hml_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 	return 0;
 }
 
+/* The endpoint's name, in the registry, and in every address vector
+ * that holds it already. */
 static void refresh_name(struct hml_ep *e)
 {
 	hml_self_remove(e);
 	e->namelen = sizeof(e->name);
 	if (e->prov_cm && e->prov_cm->getname(&e->ep->fid, e->name,
-					      &e->namelen) == 0)
+					      &e->namelen) == 0) {
 		hml_self_add(e);
+		hml_avs_named(e);
+	}
 }
 
 static int hml_setname(fid_t fid, void *addr, size_t addrlen)

@@ -32,12 +32,28 @@ static const char *const kind_keys[] = { "write", "read", "send", "tsend" };
 static const char *const dirs[] = { "D2D", "H2D", "D2H", "H2H" };
 static const char *const errs[] = { "FI_EINVAL", "FI_EACCES", "FI_EIO",
 				    "FI_ETRUNC", "FI_EOPNOTSUPP", "other" };
-static const char *const reasons[] = { "not this process", "host memory",
-				       "CUDA forbidden", "early receives",
-				       "unsupported" };
-static const char *const reason_keys[] = { "remote", "host",
-					   "cuda_forbidden", "early",
-					   "unsupported" };
+/* The router's reasons (hml_route.h): its logs say them, and these say
+ * the provider's: the reasons an operation went to the provider. */
+static const struct {
+	const char *name, *key;
+	bool passed;
+} reasons[HML_REASONS] = {
+	[HML_WHY_REMOTE] = { "not this process", "remote", true },
+	[HML_WHY_FORBIDDEN] = { "CUDA forbidden", "cuda_forbidden", true },
+	[HML_WHY_UNTRACKED] = { "receives not recorded", "untracked", true },
+	[HML_WHY_EARLY] = { "early receives", "early", true },
+	[HML_WHY_MANY] = { "too many buffers", "many", true },
+	[HML_WHY_OVERSIZE] = { "inject over inject_size", "oversize", true },
+	[HML_WHY_DEVICE] = { "device memory" },
+	[HML_WHY_PAIR] = { "same-process pair" },
+	[HML_WHY_INVALID] = { "invalid" },
+	[HML_WHY_DEVICE_INJECT] = { "device inject over inject_size" },
+};
+
+const char *hml_reason_name(enum hml_reason r)
+{
+	return r < HML_REASONS ? reasons[r].name : "?";
+}
 
 static void add(struct hml_stats *t, const struct hml_stats *s)
 {
@@ -75,7 +91,7 @@ static void thread_end(void *p)
 	free(s);
 }
 
-void hml_stat_done_add(enum hml_stat_kind kind, const struct hml_side *src,
+void hml_stat_done_add(enum hml_kind kind, const struct hml_side *src,
 		       const struct hml_side *dst, size_t len)
 {
 	struct hml_stats *s;
@@ -103,7 +119,7 @@ void hml_stat_recv_add(bool tagged, const struct hml_side *src,
 {
 	/* A truncated message is delivered, cut: done, and an error. */
 	if (!err || err == FI_ETRUNC)
-		hml_stat_done_add(tagged ? HML_STAT_TSEND : HML_STAT_SEND, src,
+		hml_stat_done_add(tagged ? HML_TSEND : HML_SEND, src,
 				  dst, len);
 	if (err)
 		hml_stat_error_add(err);
@@ -127,7 +143,7 @@ static void text(const struct hml_stats *t)
 	int pid = getpid(), n, any = 0;
 
 	n = snprintf(line, sizeof(line), "hmemloop: %d: stats: done here:", pid);
-	for (int k = 0; k < HML_STAT_KINDS; k++)
+	for (int k = 0; k < HML_KINDS; k++)
 		for (int d = 0; d < HML_STAT_DIRS; d++)
 			if (t->ops[k][d] && n < (int) sizeof(line))
 				n += snprintf(line + n, sizeof(line) - n,
@@ -143,16 +159,17 @@ static void text(const struct hml_stats *t)
 	fprintf(stderr, "\nhmemloop: %d: stats: messages staged %lu, receives "
 		"taken back %lu\nhmemloop: %d: stats: passed through:", pid,
 		(unsigned long) t->staged, (unsigned long) t->taken_back, pid);
-	for (int r = 0; r < HML_STAT_REASONS; r++)
-		fprintf(stderr, "%s %s %lu", r ? "," : "", reasons[r],
-			(unsigned long) t->passed[r]);
+	for (int r = 0, any = 0; r < HML_REASONS; r++)
+		if (reasons[r].passed)
+			fprintf(stderr, "%s %s %lu", any++ ? "," : "",
+				reasons[r].name, (unsigned long) t->passed[r]);
 	fprintf(stderr, "\n");
 }
 
 static void json(const struct hml_stats *t, FILE *f)
 {
 	fprintf(f, "{\"pid\": %d, \"done\": {", (int) getpid());
-	for (int k = 0; k < HML_STAT_KINDS; k++) {
+	for (int k = 0; k < HML_KINDS; k++) {
 		fprintf(f, "%s\"%s\": {", k ? ", " : "", kind_keys[k]);
 		for (int d = 0; d < HML_STAT_DIRS; d++)
 			fprintf(f, "%s\"%s\": {\"ops\": %lu, \"bytes\": %lu}",
@@ -167,9 +184,10 @@ static void json(const struct hml_stats *t, FILE *f)
 			(unsigned long) t->errors[e]);
 	fprintf(f, "}, \"staged\": %lu, \"taken_back\": %lu, \"passed\": {",
 		(unsigned long) t->staged, (unsigned long) t->taken_back);
-	for (int r = 0; r < HML_STAT_REASONS; r++)
-		fprintf(f, "%s\"%s\": %lu", r ? ", " : "", reason_keys[r],
-			(unsigned long) t->passed[r]);
+	for (int r = 0, any = 0; r < HML_REASONS; r++)
+		if (reasons[r].passed)
+			fprintf(f, "%s\"%s\": %lu", any++ ? ", " : "",
+				reasons[r].key, (unsigned long) t->passed[r]);
 	fprintf(f, "}}\n");
 }
 

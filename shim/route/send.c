@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The send calls (fi_send, fi_tsend and their families): a send to an
- * endpoint of this process is msg.c's, any other the provider's.
+ * endpoint of this process goes to the router (run.c), any other to the
+ * provider unchanged.
  */
-#include "hml_msg.h"
+#include "hml_av.h"
+#include "hml_route.h"
 #include "hml_stats.h"
+
+enum { UNTAGGED, TAGGED };
 
 static struct hml_ep *msg_ep(struct fid_ep *ep)
 {
@@ -21,9 +25,10 @@ static struct hml_ep *tagged_ep(struct fid_ep *ep)
 #define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
 		   tagged, inject, res) ({				\
 	struct hml_ep *t_ = hml_target(e, dest);			\
-	t_ ? hml_msg_send(e, t_, &(struct fi_msg_tagged) {		\
+	t_ ? hml_run_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
-		tagged, inject, res) : hml_stat_pass(HML_STAT_REMOTE); })
+		tagged, inject, res) :					\
+	     (hml_stat_pass(HML_WHY_REMOTE), true); })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
@@ -31,8 +36,8 @@ static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, 0,
-		       e->tx_op_flags, HML_UNTAGGED, false, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, 0,
+		       e->tx_op_flags, UNTAGGED, false, &ret))
 		return ret;
 	return e->prov_msg->send(ep, buf, len, desc, dest, ctx);
 }
@@ -43,8 +48,8 @@ static ssize_t hml_sendv(struct fid_ep *ep, const struct iovec *iov,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, iov, desc, count, dest, 0, ctx, 0, e->tx_op_flags,
-		       HML_UNTAGGED, false, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, iov, desc, count, dest, 0, ctx, 0, e->tx_op_flags,
+		       UNTAGGED, false, &ret))
 		return ret;
 	return e->prov_msg->sendv(ep, iov, desc, count, dest, ctx);
 }
@@ -55,9 +60,9 @@ static ssize_t hml_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-		       0, msg->context, msg->data, flags, HML_UNTAGGED, false,
-		       &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+		       0, msg->context, msg->data, flags, UNTAGGED, false,
+		       &ret))
 		return ret;
 	return e->prov_msg->sendmsg(ep, msg, flags);
 }
@@ -68,8 +73,8 @@ static ssize_t hml_inject(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, 0,
-		       e->tx_op_flags, HML_UNTAGGED, true, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, 0,
+		       e->tx_op_flags, UNTAGGED, true, &ret))
 		return ret;
 	return e->prov_msg->inject(ep, buf, len, dest);
 }
@@ -81,9 +86,9 @@ static ssize_t hml_senddata(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, data,
-		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_UNTAGGED, false,
-		       &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, 0, ctx, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, UNTAGGED, false,
+		       &ret))
 		return ret;
 	return e->prov_msg->senddata(ep, buf, len, desc, data, dest, ctx);
 }
@@ -94,9 +99,9 @@ static ssize_t hml_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = msg_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, data,
-		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_UNTAGGED, true,
-		       &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, 0, NULL, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, UNTAGGED, true,
+		       &ret))
 		return ret;
 	return e->prov_msg->injectdata(ep, buf, len, data, dest);
 }
@@ -107,8 +112,8 @@ static ssize_t hml_tsend(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = tagged_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, 0,
-		       e->tx_op_flags, HML_TAGGED, false, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, 0,
+		       e->tx_op_flags, TAGGED, false, &ret))
 		return ret;
 	return e->prov_tagged->send(ep, buf, len, desc, dest, tag, ctx);
 }
@@ -120,8 +125,8 @@ static ssize_t hml_tsendv(struct fid_ep *ep, const struct iovec *iov,
 	struct hml_ep *e = tagged_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, 0, e->tx_op_flags,
-		       HML_TAGGED, false, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, 0, e->tx_op_flags,
+		       TAGGED, false, &ret))
 		return ret;
 	return e->prov_tagged->sendv(ep, iov, desc, count, dest, tag, ctx);
 }
@@ -133,9 +138,8 @@ static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	ssize_t ret;
 
 	if (!t)
-		hml_stat_pass(HML_STAT_REMOTE);
-	else if (hml_msg_send(e, t, msg, flags, HML_TAGGED, false, &ret) !=
-		 HML_PASS)
+		hml_stat_pass(HML_WHY_REMOTE);
+	else if (!hml_run_send(e, t, msg, flags, TAGGED, false, &ret))
 		return ret;
 	return e->prov_tagged->sendmsg(ep, msg, flags);
 }
@@ -146,8 +150,8 @@ static ssize_t hml_tinject(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = tagged_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, 0,
-		       e->tx_op_flags, HML_TAGGED, true, &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, 0,
+		       e->tx_op_flags, TAGGED, true, &ret))
 		return ret;
 	return e->prov_tagged->inject(ep, buf, len, dest, tag);
 }
@@ -159,9 +163,9 @@ static ssize_t hml_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = tagged_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, data,
-		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_TAGGED, false,
-		       &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), &desc, 1, dest, tag, ctx, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, TAGGED, false,
+		       &ret))
 		return ret;
 	return e->prov_tagged->senddata(ep, buf, len, desc, data, dest, tag,
 					ctx);
@@ -173,9 +177,9 @@ static ssize_t hml_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
 	struct hml_ep *e = tagged_ep(ep);
 	ssize_t ret;
 
-	if (LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, data,
-		       e->tx_op_flags | FI_REMOTE_CQ_DATA, HML_TAGGED, true,
-		       &ret) != HML_PASS)
+	if (!LOCAL_SEND(e, HML_IOV(buf, len), NULL, 1, dest, tag, NULL, data,
+		       e->tx_op_flags | FI_REMOTE_CQ_DATA, TAGGED, true,
+		       &ret))
 		return ret;
 	return e->prov_tagged->injectdata(ep, buf, len, data, dest, tag);
 }

@@ -43,7 +43,6 @@ int main(void)
 	hml_config_load();
 	u_check(!hml_config.enable && hml_config.log_level == HML_LOG_WARN &&
 		!strcmp(hml_config.cuda_library, "libcuda.so.1") &&
-		hml_config.self == HML_SELF_DEVICE &&
 		hml_config.hmem == HML_HMEM_AUTO, "the defaults");
 	for (size_t i = 0; i < hml_nsettings; i++)
 		u_check(!strcmp(hml_config_value(i), hml_settings[i].def),
@@ -51,16 +50,16 @@ int main(void)
 			hml_config_value(i), hml_settings[i].def);
 
 	setenv("HMEMLOOP_ENABLE", "1", 1);
-	setenv("HMEMLOOP_SELF", "all", 1);
+	setenv("HMEMLOOP_ASYNC", "0", 1);
 	setenv("HMEMLOOP_HMEM", "off", 1);
 	setenv("HMEMLOOP_CUDA_LIBRARY", "/opt/x/libcuda.so", 1);
 	hml_config_load();
-	u_check(hml_config.enable && hml_config.self == HML_SELF_ALL &&
+	u_check(hml_config.enable && !hml_config.async &&
 		hml_config.hmem == HML_HMEM_OFF &&
 		!strcmp(hml_config.cuda_library, "/opt/x/libcuda.so"),
 		"the values given");
 	expect("HMEMLOOP_ENABLE", "1", true);
-	expect("HMEMLOOP_SELF", "all", true);
+	expect("HMEMLOOP_ASYNC", "0", true);
 	expect("HMEMLOOP_HMEM", "off", true);
 	expect("HMEMLOOP_CUDA_LIBRARY", "/opt/x/libcuda.so", true);
 	setenv("HMEMLOOP_HMEM", "on", 1);
@@ -70,22 +69,22 @@ int main(void)
 	/* Not accepted: the default, and not the environment's. The
 	 * warnings go to stderr, at the default level. */
 	setenv("HMEMLOOP_ENABLE", "yes", 1);
-	setenv("HMEMLOOP_SELF", "al", 1);
+	setenv("HMEMLOOP_ASYNC", "00", 1);
 	setenv("HMEMLOOP_HMEM", "", 1);
 	setenv("HMEMLOOP_LOG", "device", 1);
 	hml_config_load();
 	u_check(!hml_config.enable, "HMEMLOOP_ENABLE=yes enables");
 	expect("HMEMLOOP_ENABLE", "0", false);
-	expect("HMEMLOOP_SELF", "device", false);
+	expect("HMEMLOOP_ASYNC", "1", false);
 	expect("HMEMLOOP_HMEM", "auto", false);
 	expect("HMEMLOOP_LOG", "warn", false);
 
 	/* A value that is a word of another setting's list, and the last
 	 * word of its own. */
 	setenv("HMEMLOOP_LOG", "debug", 1);
-	setenv("HMEMLOOP_SELF", "device all", 1);
+	setenv("HMEMLOOP_HMEM", "auto on", 1);
 	hml_config_load();
 	expect("HMEMLOOP_LOG", "debug", true);
-	expect("HMEMLOOP_SELF", "device", false);
+	expect("HMEMLOOP_HMEM", "auto", false);
 	return u_done("settings: defaults, values, values not accepted");
 }

@@ -9,7 +9,7 @@ tests_unit_libhmlcore_la_SOURCES = $(libhmemloop_la_SOURCES)
 tests_unit_libhmlcore_la_CFLAGS = $(AM_CFLAGS)
 
 unit_checks = tests/unit/mrmap tests/unit/avcache tests/unit/cqerr \
-	tests/unit/config
+	tests/unit/config tests/unit/route
 check_PROGRAMS += $(unit_checks)
 UNIT_LDADD = tests/unit/libhmlcore.la $(LIBFABRIC_LIBS) $(LIBS) -lpthread
 tests_unit_mrmap_SOURCES = tests/unit/mrmap.c tests/unit/unit.h
@@ -20,3 +20,5 @@ tests_unit_cqerr_SOURCES = tests/unit/cqerr.c tests/unit/unit.h
 tests_unit_cqerr_LDADD = $(UNIT_LDADD)
 tests_unit_config_SOURCES = tests/unit/config.c tests/unit/unit.h
 tests_unit_config_LDADD = $(UNIT_LDADD)
+tests_unit_route_SOURCES = tests/unit/route.c tests/unit/unit.h
+tests_unit_route_LDADD = $(UNIT_LDADD)
