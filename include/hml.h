@@ -149,11 +149,18 @@ struct hml_cntr {
 	const struct fi_ops_cntr *prov;
 	struct fid_cntr *cntr;
 	int events;			/* enum fi_cntr_events */
+	enum fi_wait_obj wait_obj;
+	bool exported;			/* atomic: FI_GETWAIT was asked */
+	unsigned long bumps;		/* atomic: the shim's adds, poll.c */
 };
 
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
 /* cntradd.c */
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
+bool hml_cntr_watched(const struct hml_cntr *c);
+
+/* poll.c */
+void hml_poll_wrap(struct fid_poll *pollset);
 
 /* cq.c: completion queues; cqueue.c: their queues of the shim's entries */
 #define HML_CQ_RXQS 64

@@ -5,7 +5,8 @@
  * HML_SETTINGS is the one list of them, a line each:
  *   X(field, NAME, TYPE, default, accepted values, help)
  * TYPE is BOOL, ENUM (the values, space-separated, in the order of the
- * field's enum) or STRING. From it come struct hml_config, the parser and
+ * field's enum) or STRING (any value where none are listed; PATH in the
+ * list stands for any value with a '/'). From it come struct hml_config, the parser and
  * the info line of the values in effect (config.c), and hmemloop --help's,
  * hmemloop(7)'s and README's settings tables (hmemloop-check --settings;
  * tests/settings compares README's). Help is plain text in which `x`
@@ -49,8 +50,10 @@
 	  "`1`: when the process exits, a summary on stderr of what hmemloop " \
 	  "did: operations done here by kind and direction with bytes, errors " \
 	  "by code, messages staged, receives taken back, operations passed " \
-	  "through by reason (see hmemloop(7)); a path: the same as JSON in " \
-	  "that file, `%p` replaced by the process id")
+	  "through by reason (see hmemloop(7)); a path (a value with a " \
+	  "`/`, such as `./stats.json`): the same as JSON in a new file " \
+	  "there, `%p` replaced by the process id, of mode 0600; a file or " \
+	  "symbolic link already there is left as it is")
 
 enum hml_hmem_mode {
 	HML_HMEM_OFF,

@@ -106,5 +106,6 @@ void hml_inflight_sleep(int delta);
 
 /* completion.c */
 void hml_complete_op(struct hml_op *op, int err);
+bool hml_op_cntr_watched(const struct hml_op *op);
 
 #endif

@@ -47,8 +47,10 @@ struct fx {
 	struct t_ep a, b;
 	fi_addr_t b_in_a, a_in_b;
 	struct t_mr src, dst;		/* dsrc, ddst */
-	struct fid_cntr *cntr;		/* bound to a for FI_WRITE */
-	struct fid_wait *ws;		/* a's CQ is in it */
+	struct fid_cntr *cntr;		/* where fx_opts.count says */
+	struct fid_wait *ws;		/* a's CQ or the counter is in it */
+	struct t_ep *cntr_ep;		/* the endpoint cntr is bound to */
+	uint64_t cntr_flags;		/* with these flags */
 };
 
 struct fx_opts {
@@ -56,9 +58,17 @@ struct fx_opts {
 	uint64_t caps;			/* more than FI_MSG|FI_TAGGED|FI_RMA */
 	enum fi_wait_obj await, bwait;	/* a's and b's CQ */
 	enum fi_cq_wait_cond acond;
-	enum fi_wait_obj set;		/* a's CQ in a wait set of this kind */
+	enum fi_wait_obj set;		/* a wait set of this kind, holding
+					 * a's CQ or, with cwait FI_WAIT_SET,
+					 * the counter */
 	void *acq_ctx;
-	bool cntr;			/* a counter with FI_WAIT_UNSPEC */
+	bool cntr;			/* a counter, */
+	enum fi_wait_obj cwait;		/* its wait object (FI_WAIT_UNSPEC
+					 * where 0), */
+	uint64_t count;			/* counting a's FI_WRITE (0), b's
+					 * FI_REMOTE_WRITE, FI_REMOTE_READ or
+					 * FI_RECV, or with FI_RMA_EVENT,
+					 * remote writes to b's region dst */
 };
 
 enum how {
@@ -89,6 +99,16 @@ struct sleeper {
 	atomic_int started;
 };
 
+/* A counter where an operation counts (fx_opts.count), and the
+ * operation. */
+struct counted {
+	const char *name;
+	uint64_t count;
+	void (*op)(struct fx *x, void *ctx);
+};
+
+#define NCOUNTED	5
+
 /* ---- wait_fx.c ---- */
 
 extern CUcontext cu_ctx;
@@ -109,6 +129,7 @@ int ep_open(struct fx *x, struct t_ep *e, enum fi_wait_obj w,
 		   enum fi_cq_wait_cond cond, struct fid_wait *ws, void *ctx);
 void fx_close(struct fx *x);
 bool fx_open(struct fx *x, const struct fx_opts *o, const char *what);
+bool fd_of(struct fid *fid, int *fd, const char *what);
 unsigned fill_src(void);
 void check_dst(unsigned s, size_t len, const char *what);
 void dev_write(struct fx *x, void *ctx);
@@ -132,6 +153,10 @@ double sleeper_now(struct sleeper *s, const char *what);
 bool sread_times_out(struct fid_cq *cq);
 const char *rstr(ssize_t ret);
 void error_queued(struct fx *x, void *ctx, const char *what);
+extern const struct counted counted[NCOUNTED];
+bool counted_open(const struct counted *c, enum fi_wait_obj w,
+		  enum fi_wait_obj set, const char *what);
+void counted_once(const char *what);
 
 /* ---- wait_sread.c: 1. fi_cq_sread and fi_cq_sreadfrom ---- */
 
@@ -152,6 +177,8 @@ void sread_race(void);
 /* ---- wait_cntr.c: 3. counters ---- */
 
 void cntr_run(void);
+void cntr_fd(void);
+void cntr_trywait_loop(void);
 
 /* ---- wait_err.c: 4. error entries ---- */
 
@@ -163,6 +190,8 @@ void cq_err_1_20(void);
 
 void waitset(void);
 void pollset(void);
+void cntr_waitset(void);
+void cntr_pollset(void);
 
 /* ---- wait_tracked.c: 6. blocking reads where receives of a tracked
  * endpoint complete ---- */

@@ -12,18 +12,8 @@ static int trywait(void)
 static bool open_fd(int *fd, const char *what)
 {
 	struct fx_opts o = { .await = FI_WAIT_FD };
-	int ret;
 
-	if (!fx_open(&x, &o, what))
-		return false;
-	ret = fi_control(&x.a.cq->fid, FI_GETWAIT, fd);
-	if (ret) {
-		t_case_skip("%s: %s gives no fd (fi_control FI_GETWAIT: %s)",
-			  what, t_prov, fi_strerror(-ret));
-		fx_close(&x);
-		return false;
-	}
-	return true;
+	return fx_open(&x, &o, what) && fd_of(&x.a.cq->fid, fd, what);
 }
 
 /* With the entry unread fi_trywait says -FI_EAGAIN; read, it says 0. */

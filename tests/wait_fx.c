@@ -92,8 +92,8 @@ int ep_open(struct fx *x, struct t_ep *e, enum fi_wait_obj w,
 		.cq_cond = cond,
 		.wait_set = ws,
 		.cq_context = ctx,
-		.cntr = e == &x->a ? x->cntr : NULL,
-		.cntr_flags = FI_WRITE,
+		.cntr = e == x->cntr_ep ? x->cntr : NULL,
+		.cntr_flags = x->cntr_flags,
 	};
 	const char *what;
 	int ret = t_ep_try_open(e, &x->f, &o, &what);
@@ -128,10 +128,17 @@ void fx_close(struct fx *x)
 bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 {
 	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP,
-				   .wait_obj = FI_WAIT_UNSPEC };
+				   .wait_obj = o->cwait ? o->cwait :
+					       FI_WAIT_UNSPEC };
+	bool cset = o->cwait == FI_WAIT_SET;
 	int ret;
 
 	memset(x, 0, sizeof(*x));
+	if (o->count & (FI_REMOTE_WRITE | FI_REMOTE_READ | FI_RECV))
+		x->cntr_ep = &x->b;
+	else if (!(o->count & FI_RMA_EVENT))
+		x->cntr_ep = &x->a;
+	x->cntr_flags = o->count ? o->count : FI_WRITE;
 	ret = fab_open(x, o);
 	if (ret == -FI_ENODATA) {
 		t_case_skip("%s: %s has no domain with what it needs", what,
@@ -154,19 +161,23 @@ bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	}
 #endif
 	if (o->cntr) {
-		ret = fi_cntr_open(x->f.domain, &ca, &x->cntr, NULL);
+		ca.wait_set = x->ws;
+		/* Its context is what a poll set reports. */
+		ret = fi_cntr_open(x->f.domain, &ca, &x->cntr, &x->cntr);
 		if (ret) {
-			t_case_skip("%s: %s has no counter with FI_WAIT_UNSPEC "
-				  "(%s)", what, t_prov, fi_strerror(-ret));
+			t_case_skip("%s: %s has no counter with %s (%s)", what,
+				    t_prov, wait_name(ca.wait_obj),
+				    fi_strerror(-ret));
 			fx_close(x);
 			return false;
 		}
 	}
-	ret = ep_open(x, &x->a, o->set ? FI_WAIT_SET : o->await, o->acond,
-		      x->ws, o->acq_ctx);
+	ret = ep_open(x, &x->a, o->set && !cset ? FI_WAIT_SET : o->await,
+		      o->acond, cset ? NULL : x->ws, o->acq_ctx);
 	if (ret) {
 		t_case_skip("%s: %s has no CQ with %s%s (fi_cq_open: %s)", what,
-			  t_prov, wait_name(o->set ? FI_WAIT_SET : o->await),
+			  t_prov, wait_name(o->set && !cset ? FI_WAIT_SET :
+					    o->await),
 			  o->acond == FI_CQ_COND_THRESHOLD ?
 			  " and FI_CQ_COND_THRESHOLD" : "", fi_strerror(-ret));
 		fx_close(x);
@@ -193,9 +204,33 @@ bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	x->dst.desc = fi_mr_desc(x->dst.mr);
 	x->dst.key = fi_mr_key(x->dst.mr);
 	x->dst.base = ddst;
+	if (o->cntr && (o->count & FI_RMA_EVENT)) {
+		ret = fi_mr_bind(x->dst.mr, &x->cntr->fid, FI_REMOTE_WRITE);
+		if (ret) {
+			t_case_skip("%s: %s binds no counter to a region "
+				    "(fi_mr_bind: %s)", what, t_prov,
+				    fi_strerror(-ret));
+			fx_close(x);
+			return false;
+		}
+	}
 	t_assert(x->src.key != BAD_KEY && x->dst.key != BAD_KEY,
 		 "the provider chose the key the test calls bad");
 	return true;
+}
+
+/* fid's fd from FI_GETWAIT; false (x closed, after saying why) if the
+ * provider gives none. */
+bool fd_of(struct fid *fid, int *fd, const char *what)
+{
+	int ret = fi_control(fid, FI_GETWAIT, fd);
+
+	if (!ret)
+		return true;
+	t_case_skip("%s: %s gives no fd (fi_control FI_GETWAIT: %s)", what,
+		    t_prov, fi_strerror(-ret));
+	fx_close(&x);
+	return false;
 }
 
 /* ---- operations -------------------------------------------------------- */

@@ -63,6 +63,31 @@ static void complete_target(const struct hml_op *op, size_t len)
 	}
 }
 
+/* May someone sleep on a counter the operation adds to without reading it
+ * (cntradd.c)? The initiator's, the target's and its regions', or the
+ * receive's, as above. */
+bool hml_op_cntr_watched(const struct hml_op *op)
+{
+	uint64_t event = op->read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	struct hml_ep *t = op->t ? op->t->base : NULL;
+
+	if (op->cntr != HML_CNTR_NONE &&
+	    hml_cntr_watched(op->e->base->cntr[op->cntr]))
+		return true;
+	if (op->recv)
+		return hml_cntr_watched(t->cntr[HML_CNTR_RECV]);
+	if (!op->target)
+		return false;
+	if (hml_cntr_watched(t->cntr[op->read ? HML_CNTR_REMOTE_READ :
+					     HML_CNTR_REMOTE_WRITE]))
+		return true;
+	for (size_t i = 0; i < op->nmrs; i++)
+		if ((op->mrs[i]->cntr_flags & event) &&
+		    hml_cntr_watched(op->mrs[i]->cntr))
+			return true;
+	return false;
+}
+
 /*
  * The receive's completion of a message the shim delivered: an entry for
  * an error, for a multi-receive buffer's release (always reported,

@@ -112,15 +112,16 @@ static void retire(struct hml_flight *f, bool wait)
 /*
  * Someone sleeps, or may, where only an entry or count made now would
  * wake them: a thread in fi_cntr_wait or a CQ's sread, or an application
- * that waits on a CQ's wait object itself. Asked after the operation is
- * counted in its list, as a sleeper asks the lists after it is counted:
- * one of the two sees the other.
+ * that waits on a CQ's or a counter's wait object itself. Asked after the
+ * operation is counted in its list, as a sleeper asks the lists after it
+ * is counted: one of the two sees the other.
  */
 static bool asleep(const struct hml_op *op)
 {
 	return __atomic_load_n(&sleepers, __ATOMIC_SEQ_CST) ||
 	       hml_cq_watched(op->e->base->tx_cq) ||
-	       (t_reports(op) && hml_cq_watched(op->t->base->rx_cq));
+	       (t_reports(op) && hml_cq_watched(op->t->base->rx_cq)) ||
+	       hml_op_cntr_watched(op);
 }
 
 /* The list of a fork() child is its parent's: it starts empty. */

@@ -44,6 +44,19 @@ static int hml_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
 	return ret;
 }
 
+/* The application will wait on the counter's own wait object (poll the
+ * fd): from now on what it counts is counted at post (cntradd.c). */
+static int hml_cntr_control(struct fid *fid, int command, void *arg)
+{
+	struct hml_cntr *c = hml_container_of(fid->ops, struct hml_cntr,
+					      h.fi.ops);
+	int ret = c->h.prov->control(fid, command, arg);
+
+	if (!ret && command == FI_GETWAIT)
+		__atomic_store_n(&c->exported, true, __ATOMIC_SEQ_CST);
+	return ret;
+}
+
 static void release(struct hml_fid *h)
 {
 	free(hml_container_of(h, struct hml_cntr, h));
@@ -59,6 +72,7 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
 	}
 	c->cntr = cntr;
 	c->events = attr ? attr->events : FI_CNTR_EVENTS_COMP;
+	c->wait_obj = attr ? attr->wait_obj : FI_WAIT_NONE;
 	if (hml_table_take(&cntr->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cntr_read);
 		hml_table_set(&c->ops.ops, readerr, hml_cntr_readerr);
@@ -67,4 +81,5 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
 	}
 	hml_fid_wrap(&c->h, &cntr->fid, release);
 	c->h.quiesce = hml_inflight_drain;
+	hml_table_set(&c->h.fi.ops, control, hml_cntr_control);
 }

@@ -356,13 +356,11 @@ static int hml_cq_control(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-/* fi_trywait: not safe to block while the shim has entries queued; the
- * copies in flight are waited for, so that their entries are. */
+/* fi_trywait: not safe to block while the shim has entries queued. */
 bool hml_cq_busy(struct fid *fid)
 {
 	struct hml_fid *h = fid->fclass == FI_CLASS_CQ ? hml_fid_of(fid) : NULL;
 
-	hml_inflight_drain();
 	return h && pending(hml_container_of(h, struct hml_cq, h));
 }
 

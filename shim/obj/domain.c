@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Domains: where endpoints, completion queues, counters, address vectors
- * and memory regions are made. */
+/* Domains: where endpoints, completion queues, counters, poll sets,
+ * address vectors and memory regions are made. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +46,18 @@ static int hml_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	ret = HML_FORWARD(d->prov->cntr_open(domain, attr, cntr, context));
 	if (!ret && !(attr && (attr->flags & FI_PEER)))
 		hml_cntr_wrap(*cntr, attr);
+	return ret;
+}
+
+static int hml_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+			 struct fid_poll **pollset)
+{
+	struct hml_domain *d = domain_of(domain);
+	int ret;
+
+	ret = HML_FORWARD(d->prov->poll_open(domain, attr, pollset));
+	if (!ret)
+		hml_poll_wrap(*pollset);
 	return ret;
 }
 
@@ -238,6 +250,7 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 		hml_table_set(&d->ops.ops, endpoint, hml_endpoint);
 		hml_table_set(&d->ops.ops, scalable_ep, hml_scalable_ep);
 		hml_table_set(&d->ops.ops, cntr_open, hml_cntr_open);
+		hml_table_set(&d->ops.ops, poll_open, hml_poll_open);
 		hml_table_set(&d->ops.ops, srx_ctx, hml_srx_ctx);
 		hml_table_set(&d->ops.ops, endpoint2, hml_endpoint2);
 		domain->ops = &d->ops.ops;

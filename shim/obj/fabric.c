@@ -2,7 +2,7 @@
 /* Fabrics: the root of every object the application opens. */
 #include <stdlib.h>
 
-#include "hml.h"
+#include "hml_op.h"
 #include "hml_log.h"
 
 static struct hml_fabric *fabric_of(struct fid_fabric *fabric)
@@ -43,10 +43,13 @@ static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
 	return ret;
 }
 
-/* Not safe to block on a CQ whose shim entries the application has not
- * read: they do not show in the provider's wait object. */
+/* The copies in flight are waited for, so that their entries and counts
+ * are made (a count signals the counter's wait object itself). Not safe
+ * to block on a CQ whose shim entries the application has not read: they
+ * do not show in the provider's wait object. */
 static int hml_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
+	hml_inflight_drain();
 	for (int i = 0; i < count; i++)
 		if (hml_cq_busy(fids[i]))
 			return -FI_EAGAIN;

@@ -67,6 +67,21 @@ static void warn_bad(const struct hml_setting *v, const char *s)
 		 v->def);
 }
 
+/* A string setting takes any value where it lists none, else a word of
+ * its list, where the word PATH stands for any value with a '/'. */
+static bool string_ok(const struct hml_setting *v, const char *s)
+{
+	char w[32];
+
+	if (!v->values[0])
+		return true;
+	for (int i = 0; word(v->values, i, w, sizeof(w)); i++)
+		if (!strcmp(w, "PATH") ? strchr(s, '/') != NULL :
+					 !strcmp(w, s))
+			return true;
+	return false;
+}
+
 /* Set v from s; false (and a warning) where s is not accepted. */
 static bool set(const struct hml_setting *v, const char *s)
 {
@@ -74,8 +89,11 @@ static bool set(const struct hml_setting *v, const char *s)
 	bool ok;
 
 	if (v->type == HML_STRING) {
-		*(const char **) dst(v) = s;
-		return true;
+		ok = string_ok(v, s);
+		if (!ok)
+			warn_bad(v, s);
+		*(const char **) dst(v) = ok ? s : v->def;
+		return ok;
 	}
 	i = value_index(v->values, s);
 	ok = i >= 0;

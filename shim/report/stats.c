@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * HMEMLOOP_STATS: counters per thread, summed and reported when the
- * process exits: on stderr (1), or as JSON in a file (a path, %p the
+ * process exits: on stderr (1), or as JSON in a new file (a path, %p the
  * process id). A thread that ends adds its block to the totals of ended
  * threads and frees it. A child of fork starts from nothing: its report
  * holds what it did, its parent's what the parent did.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +215,7 @@ static void report(void)
 	struct hml_stats t;
 	char path[4096];
 	FILE *f;
+	int fd;
 
 	sum(&t);
 	if (!strcmp(hml_config.stats, "1")) {
@@ -220,9 +223,19 @@ static void report(void)
 		return;
 	}
 	path_of(path, sizeof(path));
-	f = fopen(path, "w");
+	/* A new file, the user's alone: a name in a shared folder (/tmp) may
+	 * be another user's file, or a link to one. */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0 && errno == EEXIST) {
+		hml_warn("HMEMLOOP_STATS: %s exists: not overwritten", path);
+		return;
+	}
+	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
 		hml_warn("HMEMLOOP_STATS: cannot write %s: %m", path);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	json(&t, f);
@@ -249,8 +262,7 @@ static void child(void)
 
 void hml_stats_start(void)
 {
-	if (!hml_config.enable || !strcmp(hml_config.stats, "0") ||
-	    !hml_config.stats[0])
+	if (!hml_config.enable || !strcmp(hml_config.stats, "0"))
 		return;
 	if (pthread_key_create(&key, thread_end)) {
 		hml_warn("HMEMLOOP_STATS: no thread key: nothing is counted");

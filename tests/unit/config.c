@@ -2,8 +2,9 @@
 /*
  * The settings parser (shim/report/config.c): each setting's default without its
  * variable; each accepted value parsed and marked as the environment's; a
- * value not accepted (another word, a prefix, empty) gives the default and
- * is not marked; a value read back as its variable would spell it.
+ * value not accepted (another word, a prefix, empty, a string setting's
+ * value that is none of its words) gives the default and is not marked; a
+ * value read back as its variable would spell it.
  */
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -34,6 +35,31 @@ static void expect(const char *name, const char *want, bool env)
 		got ? got : "(null)", want);
 	u_check(hml_config_from_env(i) == env, "%s: %sfrom the environment",
 		name, env ? "not " : "");
+}
+
+/* HMEMLOOP_STATS: 0, 1, or a path, which is a value with a '/'; any
+ * other value (a boolean's word, a file name alone) is not a path. */
+static void stats(void)
+{
+	static const char *const good[] = {
+		"0", "1", "/tmp/hmemloop.%p.json", "./stats.json", "a/b",
+	};
+	static const char *const bad[] = {
+		"true", "yes", "on", "off", "stats.json", "PATH", "",
+	};
+
+	for (size_t i = 0; i < hml_nsettings; i++)
+		unsetenv(hml_settings[i].name);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv("HMEMLOOP_STATS", good[i], 1);
+		hml_config_load();
+		expect("HMEMLOOP_STATS", good[i], true);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("HMEMLOOP_STATS", bad[i], 1);
+		hml_config_load();
+		expect("HMEMLOOP_STATS", "0", false);
+	}
 }
 
 int main(void)
@@ -86,5 +112,7 @@ int main(void)
 	hml_config_load();
 	expect("HMEMLOOP_LOG", "debug", true);
 	expect("HMEMLOOP_HMEM", "auto", false);
-	return u_done("settings: defaults, values, values not accepted");
+	stats();
+	return u_done("settings: defaults, values, values not accepted, "
+		      "HMEMLOOP_STATS's paths");
 }
