@@ -26,8 +26,7 @@
  *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
  *   under a receive queue's lock;
  *   av.c's list lock > an AV's lock (hml_av.h).
- * The registry's lock (registry.c) and getinfo.c's verdict_lock are taken
- * alone. No provider call is made under a receive queue's lock.
+ * The registry's lock (registry.c) and twin.c's lock are taken alone. No provider call is made under a receive queue's lock.
  */
 #ifndef HML_H
 #define HML_H
@@ -115,6 +114,13 @@ struct hml_fabric {
 
 void hml_fabric_wrap(struct fid_fabric *fabric);
 
+/* twin.c: what the provider granted to the application's hints plus
+ * FI_HMEM, for an entry of its answer (the application never sees it) */
+struct hml_twin {
+	uint64_t mr_mode;		/* needed beyond the entry's */
+	size_t inject_size;
+};
+
 /* domain.c */
 struct hml_mrmap {
 	pthread_rwlock_t lock;
@@ -136,11 +142,12 @@ struct hml_domain {
 	enum fi_threading threading;
 	bool hmem;			/* opened with FI_HMEM the application
 					 * did not ask for (hmem.c) */
+	struct hml_twin twin;		/* then its entry's twin */
 	struct hml_mrmap mrs;
 };
 
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
-		     const struct fi_info *info, bool hmem);
+		     const struct fi_info *info, const struct hml_twin *twin);
 
 /* cntr.c */
 struct hml_cntr {
@@ -393,14 +400,17 @@ struct hml_mr *hml_mrmap_desc(struct hml_mrmap *m, const void *desc);
  * built only on the path that needs one. */
 #define HML_IOV(buf, len) (&(struct iovec) { (void *) (buf), (len) })
 
-/* getinfo.c and hmem.c: FI_HMEM asked for on the application's behalf */
+/* getinfo.c, twin.c and hmem.c: FI_HMEM asked for on the application's
+ * behalf */
 struct fi_info *hml_info_dup(const struct fi_info *info);
 void hml_info_free(struct fi_info *info);
-bool hml_hmem_verified(const struct fi_info *info);
-void hml_hmem_caps(struct fi_info *info, bool on);
-struct fi_info *hml_hmem_domain_info(const struct fi_info *info);
+bool hml_twin_keep(const struct fi_info *entry, const struct fi_info *twin);
+bool hml_twin_find(const struct fi_info *info, struct hml_twin *t);
+struct fi_info *hml_hmem_domain_info(struct fi_info *info, struct hml_twin *t);
 struct fi_info *hml_hmem_ep_info(const struct hml_domain *d,
 				 struct fi_info *info);
+bool hml_hmem_refused(struct fi_info **used, struct fi_info *info, int ret,
+		      const char *call);
 void hml_hmem_put(struct fi_info *used, const struct fi_info *info);
 bool hml_hmem_reg(struct hml_domain *d, const struct fi_mr_attr *attr,
 		  bool apps, uint64_t flags, struct fid_mr **mr);

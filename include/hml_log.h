@@ -20,12 +20,14 @@ bool hml_log_enabled(enum hml_log_level level);
 #define hml_debug(...)	do { if (hml_log_enabled(HML_LOG_DEBUG)) \
 				hml_log(HML_LOG_DEBUG, __VA_ARGS__); } while (0)
 
-/* Warn once per call site: a failure that repeats on every operation
- * would otherwise flood the application's stderr. */
-#define hml_warn_once(...) do {						\
-		static int hml_warned_;					\
-		if (!__atomic_exchange_n(&hml_warned_, 1, __ATOMIC_RELAXED)) \
-			hml_warn(__VA_ARGS__);				\
+/* Once per call site: a failure that repeats on every operation would
+ * otherwise flood the application's stderr. */
+#define hml_log_once(level, ...) do {					\
+		static int hml_said_;					\
+		if (!__atomic_exchange_n(&hml_said_, 1, __ATOMIC_RELAXED)) \
+			hml_log(level, __VA_ARGS__);			\
 	} while (0)
+#define hml_warn_once(...)	hml_log_once(HML_LOG_WARN, __VA_ARGS__)
+#define hml_info_once(...)	hml_log_once(HML_LOG_INFO, __VA_ARGS__)
 
 #endif

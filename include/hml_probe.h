@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Does a provider register CUDA memory? Shared by the library
- * (getinfo.c) and hmemloop --check. */
+ * (twin.c) and hmemloop --check. */
 #ifndef HML_PROBE_H
 #define HML_PROBE_H
 

@@ -5,21 +5,18 @@
  * processes with a host memcpy (libfabric issue 12328); with it, the
  * provider makes device-aware copies on every path.
  *
- * The application's answer keeps its entries and their order: an entry is
- * replaced by the provider's answer to the same hints plus FI_HMEM only
- * where that answer has every capability the entry had and a probe shows
- * that the provider really registers CUDA memory. The FI_HMEM bits are
- * taken out of the replaced entry again, so that the application sees the
- * capabilities it asked for; hmem.c puts them back where the info goes
- * back into the provider.
+ * The application's answer is libfabric's, untouched. The provider is
+ * also asked the same hints plus FI_HMEM, and for each entry of the
+ * answer its FI_HMEM twin in that second answer (every capability the
+ * entry had, and more) is kept inside the library (twin.c), where the
+ * provider really registers CUDA memory; hmem.c gives FI_HMEM to the
+ * domains and endpoints opened from such entries.
  *
  * Each symbol version of fi_getinfo is interposed: the compat ones read
  * older layouts of the hints, and the lists they return are freed by the
  * fi_freeinfo of the same version.
  */
 #include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -27,7 +24,6 @@
 #include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
-#include "hml_probe.h"
 
 typedef int (*getinfo_fn)(uint32_t version, const char *node,
 			  const char *service, uint64_t flags,
@@ -87,91 +83,7 @@ void hml_info_free(struct fi_info *info)
 		newest.freeinfo(info);
 }
 
-/* ---- does the provider really register CUDA memory? ---- */
-
-#define VERDICTS 32
-
-static struct verdict {
-	char key[160];
-	bool works;
-} verdicts[VERDICTS];
-static int nverdicts;
-static pthread_mutex_t verdict_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void verdict_key(const struct fi_info *info, char *key, size_t n)
-{
-	snprintf(key, n, "%s/%s/%s", info->fabric_attr->prov_name,
-		 info->fabric_attr->name, info->domain_attr->name);
-}
-
-static struct verdict *verdict_find(const char *key)
-{
-	for (int i = 0; i < nverdicts; i++)
-		if (!strcmp(verdicts[i].key, key))
-			return &verdicts[i];
-	return NULL;
-}
-
-/* probe.c, through libfabric's own fi_fabric, with hml_depth raised so
- * that nothing of the probe is wrapped. */
-static bool probe(const struct fi_info *info)
-{
-	static hml_fabric_fn fabric_open;
-
-	if (!fabric_open)
-		fabric_open = hml_resolve("fi_fabric", "FABRIC_1.1");
-	return fabric_open &&
-	       HML_FORWARD(hml_registers_cuda(fabric_open, info));
-}
-
-static bool works(const struct fi_info *info)
-{
-	char key[sizeof(verdicts[0].key)];
-	struct verdict *v;
-	bool ok;
-
-	verdict_key(info, key, sizeof(key));
-	pthread_mutex_lock(&verdict_lock);
-	v = verdict_find(key);
-	if (v) {
-		ok = v->works;
-		goto out;
-	}
-	ok = probe(info);
-	if (ok)
-		hml_info("%s: FI_HMEM asked for on the application's behalf",
-			 key);
-	else
-		hml_info("%s: FI_HMEM not asked for: the provider cannot "
-			 "register CUDA memory (libfabric's CUDA support did "
-			 "not start)", key);
-	if (nverdicts < VERDICTS) {
-		v = &verdicts[nverdicts++];
-		strcpy(v->key, key);
-		v->works = ok;
-	}
-out:
-	pthread_mutex_unlock(&verdict_lock);
-	return ok;
-}
-
-bool hml_hmem_verified(const struct fi_info *info)
-{
-	char key[sizeof(verdicts[0].key)];
-	struct verdict *v;
-	bool ok;
-
-	if (!info->fabric_attr || !info->domain_attr)
-		return false;
-	verdict_key(info, key, sizeof(key));
-	pthread_mutex_lock(&verdict_lock);
-	v = verdict_find(key);
-	ok = v && v->works;
-	pthread_mutex_unlock(&verdict_lock);
-	return ok;
-}
-
-/* ---- the rewrite ---- */
+/* ---- the twins ---- */
 
 static bool wanted(const struct fi_info *hints)
 {
@@ -202,46 +114,19 @@ static bool same(const struct fi_info *a, const struct fi_info *b)
 	       !(a->caps & ~b->caps) && (b->caps & FI_HMEM);
 }
 
-void hml_hmem_caps(struct fi_info *info, bool on)
-{
-	uint64_t *caps[] = {
-		&info->caps,
-		info->tx_attr ? &info->tx_attr->caps : NULL,
-		info->rx_attr ? &info->rx_attr->caps : NULL,
-	};
-
-	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
-		if (!caps[i])
-			continue;
-		if (on)
-			*caps[i] |= FI_HMEM;
-		else
-			*caps[i] &= ~(uint64_t) FI_HMEM;
-	}
-}
-
-/* Put each entry of *list that has a working FI_HMEM twin in granted in
- * its place; true if any was. */
-static bool merge(const struct abi *a, struct fi_info **list,
-		  struct fi_info **granted)
+/* Keep the FI_HMEM twin, in granted, of each entry of list that has
+ * one; true if any was kept. */
+static bool keep(const struct fi_info *list, const struct fi_info *granted)
 {
 	bool any = false;
 
-	for (struct fi_info **pa = list; *pa; pa = &(*pa)->next) {
-		struct fi_info **pb = granted, *old = *pa, *b;
+	for (; list; list = list->next) {
+		const struct fi_info *b = granted;
 
-		while (*pb && !same(old, *pb))
-			pb = &(*pb)->next;
-		if (!*pb || !works(*pb))
-			continue;
-		b = *pb;
-		*pb = b->next;
-		b->next = old->next;
-		*pa = b;
-		old->next = NULL;
-		a->freeinfo(old);
-		hml_hmem_caps(b, false);
-		any = true;
+		while (b && !same(list, b))
+			b = b->next;
+		if (b && hml_twin_keep(list, b))
+			any = true;
 	}
 	return any;
 }
@@ -250,7 +135,6 @@ static int getinfo(struct abi *a, uint32_t version, const char *node,
 		   const char *service, uint64_t flags,
 		   const struct fi_info *hints, struct fi_info **info)
 {
-	static bool told;
 	struct fi_info *h, *granted = NULL;
 	int ret;
 
@@ -268,10 +152,10 @@ static int getinfo(struct abi *a, uint32_t version, const char *node,
 	ret = HML_FORWARD(a->getinfo(version, node, service, flags, h,
 				     &granted));
 	a->freeinfo(h);
-	if (ret && !__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
-		hml_info("FI_HMEM not asked for: no provider grants it to "
-			 "the application's hints (%d)", ret);
-	else if (!merge(a, info, &granted))
+	if (ret)
+		hml_info_once("FI_HMEM not asked for: no provider grants it "
+			      "to the application's hints (%d)", ret);
+	else if (!keep(*info, granted))
 		hml_debug("FI_HMEM not asked for: no entry keeps its "
 			  "capabilities with it, or none works");
 	a->freeinfo(granted);

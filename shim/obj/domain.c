@@ -68,7 +68,9 @@ static int hml_endpoint(struct fid_domain *domain, struct fi_info *info,
 	struct fi_info *pi = hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->endpoint(domain, pi, ep, context));
+	do
+		ret = HML_FORWARD(d->prov->endpoint(domain, pi, ep, context));
+	while (hml_hmem_refused(&pi, info, ret, "fi_endpoint"));
 	hml_hmem_put(pi, info);
 	if (!ret)
 		hml_ep_wrap(d, *ep, info);
@@ -82,7 +84,10 @@ static int hml_endpoint2(struct fid_domain *domain, struct fi_info *info,
 	struct fi_info *pi = flags & FI_PEER ? info : hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->endpoint2(domain, pi, ep, flags, context));
+	do
+		ret = HML_FORWARD(d->prov->endpoint2(domain, pi, ep, flags,
+						     context));
+	while (hml_hmem_refused(&pi, info, ret, "fi_endpoint2"));
 	hml_hmem_put(pi, info);
 	if (!ret && !(flags & FI_PEER))
 		hml_ep_wrap(d, *ep, info);
@@ -96,7 +101,10 @@ static int hml_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	struct fi_info *pi = hml_hmem_ep_info(d, info);
 	int ret;
 
-	ret = HML_FORWARD(d->prov->scalable_ep(domain, pi, sep, context));
+	do
+		ret = HML_FORWARD(d->prov->scalable_ep(domain, pi, sep,
+						       context));
+	while (hml_hmem_refused(&pi, info, ret, "fi_scalable_ep"));
 	hml_hmem_put(pi, info);
 	if (!ret)
 		hml_ep_wrap(d, *sep, info);
@@ -220,7 +228,7 @@ static bool known_by_its_ops(const struct fi_info *info)
 }
 
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
-		     const struct fi_info *info, bool hmem)
+		     const struct fi_info *info, const struct hml_twin *twin)
 {
 	struct hml_domain *d;
 
@@ -242,7 +250,10 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 	d->mr_mode = mr_mode_bits(info->domain_attr->mr_mode);
 	d->addr_format = info->addr_format;
 	d->threading = info->domain_attr->threading;
-	d->hmem = hmem;
+	if (twin) {
+		d->hmem = true;
+		d->twin = *twin;
+	}
 
 	if (hml_table_take(&domain->ops, &d->ops, d->prov)) {
 		hml_table_set(&d->ops.ops, av_open, hml_av_open);

@@ -10,18 +10,23 @@ static struct hml_fabric *fabric_of(struct fid_fabric *fabric)
 	return hml_container_of(fabric->ops, struct hml_fabric, ops.ops);
 }
 
+/* Where the provider refuses the domain with FI_HMEM (hmem.c), the
+ * application's own info is opened. */
 static int hml_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 			   struct fid_domain **domain, void *context)
 {
 	struct hml_fabric *f = fabric_of(fabric);
-	struct fi_info *hi = hml_hmem_domain_info(info);
+	struct hml_twin t;
+	struct fi_info *pi = hml_hmem_domain_info(info, &t);
 	int ret;
 
-	ret = HML_FORWARD(f->prov->domain(fabric, hi ? hi : info, domain,
-					  context));
+	do
+		ret = HML_FORWARD(f->prov->domain(fabric, pi, domain,
+						  context));
+	while (hml_hmem_refused(&pi, info, ret, "fi_domain"));
 	if (!ret)
-		hml_domain_wrap(f, *domain, info, hi);
-	hml_info_free(hi);
+		hml_domain_wrap(f, *domain, info, pi != info ? &t : NULL);
+	hml_hmem_put(pi, info);
 	return ret;
 }
 
@@ -30,16 +35,19 @@ static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
 			    void *context)
 {
 	struct hml_fabric *f = fabric_of(fabric);
-	struct fi_info *hi = flags & FI_PEER ? NULL :
-			     hml_hmem_domain_info(info);
+	struct hml_twin t;
+	struct fi_info *pi = flags & FI_PEER ? info :
+			     hml_hmem_domain_info(info, &t);
 	int ret;
 
-	ret = HML_FORWARD(f->prov->domain2(fabric, hi ? hi : info, domain,
-					   flags, context));
+	do
+		ret = HML_FORWARD(f->prov->domain2(fabric, pi, domain, flags,
+						   context));
+	while (hml_hmem_refused(&pi, info, ret, "fi_domain2"));
 	/* A peer domain belongs to the provider that imports it. */
 	if (!ret && !(flags & FI_PEER))
-		hml_domain_wrap(f, *domain, info, hi);
-	hml_info_free(hi);
+		hml_domain_wrap(f, *domain, info, pi != info ? &t : NULL);
+	hml_hmem_put(pi, info);
 	return ret;
 }
 

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_HMEM on the application's behalf, after fi_getinfo (getinfo.c): the
- * domains and endpoints of an entry whose FI_HMEM was hidden from the
- * application are opened with it, and their registrations of device
+ * domains and endpoints opened from an entry whose FI_HMEM twin was kept
+ * (twin.c) are opened with FI_HMEM, and their registrations of device
  * memory, which the application makes as host memory, name their memory
  * (FI_HMEM_CUDA and the device), so that the provider's copies between
  * processes are device copies. The shim's own objects keep the
- * application's view: its same-process copies are unchanged.
+ * application's info, and so its limits: its same-process copies are
+ * unchanged.
  */
 #include <string.h>
 
@@ -16,39 +17,69 @@
 #include "hml_config.h"
 #include "hml_log.h"
 
-/* What the provider is given where the application's info is one whose
- * FI_HMEM getinfo.c hid, or NULL. The rule is getinfo's: its answers carry
- * FI_MR_HMEM in auto mode. */
-struct fi_info *hml_hmem_domain_info(const struct fi_info *info)
+/*
+ * The application's info as the provider is given it: FI_HMEM, the
+ * registration mode the twin needs with it (FI_MR_HMEM: the application
+ * registers device memory, as its hints said), and the twin's inject size
+ * where it is smaller. shm's FI_HMEM entry has 0 and shm refuses more at
+ * fi_domain and fi_endpoint, though its injects copy through its own
+ * buffers whatever the endpoint was given. Everything else is the
+ * application's own.
+ */
+static struct fi_info *given(struct fi_info *info, const struct hml_twin *t)
 {
-	struct fi_info *p;
+	struct fi_info *p = hml_info_dup(info);
 
-	if (hml_config.hmem == HML_HMEM_OFF || !info || (info->caps & FI_HMEM))
-		return NULL;
-	if (hml_config.hmem == HML_HMEM_AUTO &&
-	    !(info->domain_attr && (info->domain_attr->mr_mode & FI_MR_HMEM)))
-		return NULL;
-	if (!hml_hmem_verified(info))
-		return NULL;
-	p = hml_info_dup(info);
-	if (p)
-		hml_hmem_caps(p, true);
+	if (!p)
+		return info;
+	p->caps |= FI_HMEM;
+	if (p->tx_attr) {
+		p->tx_attr->caps |= FI_HMEM;
+		if (p->tx_attr->inject_size > t->inject_size)
+			p->tx_attr->inject_size = t->inject_size;
+	}
+	if (p->rx_attr)
+		p->rx_attr->caps |= FI_HMEM;
+	if (p->domain_attr)
+		p->domain_attr->mr_mode |= (int) t->mr_mode;
 	return p;
+}
+
+/* What the provider is given at fi_domain: the above where info has a
+ * twin (then in *t), else info itself. */
+struct fi_info *hml_hmem_domain_info(struct fi_info *info, struct hml_twin *t)
+{
+	if (hml_config.hmem == HML_HMEM_OFF || !info || (info->caps & FI_HMEM) ||
+	    !hml_twin_find(info, t))
+		return info;
+	return given(info, t);
 }
 
 /* An endpoint of a domain opened with FI_HMEM is too. */
 struct fi_info *hml_hmem_ep_info(const struct hml_domain *d,
 				 struct fi_info *info)
 {
-	struct fi_info *p;
-
 	if (!d->hmem || !info || (info->caps & FI_HMEM))
 		return info;
-	p = hml_info_dup(info);
-	if (!p)
-		return info;
-	hml_hmem_caps(p, true);
-	return p;
+	return given(info, &d->twin);
+}
+
+/*
+ * After the provider answered ret to an open with *used: whether to open
+ * again, with the application's own info, because the provider refused
+ * FI_HMEM. The application then gets what it asked for, as without
+ * hmemloop; the first refusal is said.
+ */
+bool hml_hmem_refused(struct fi_info **used, struct fi_info *info, int ret,
+		      const char *call)
+{
+	if (*used == info || !ret)
+		return false;
+	hml_info_once("%s with FI_HMEM refused by the provider (%d): opened "
+		      "as the application asked", call, ret);
+	hml_info_free(*used);
+	*used = info;
+	return true;
 }
 
 void hml_hmem_put(struct fi_info *used, const struct fi_info *info)

@@ -194,5 +194,8 @@ extern struct fi_ops_mr efa_mr_ops;
  * memory (device registrations fail -FI_EFAULT). */
 bool efa_cuda_started(void);
 bool efa_cuda_refuses(void);
+/* EFA_DOUBLE_HMEM_EP=refuse: fi_endpoint with FI_HMEM fails -FI_ENODATA,
+ * as shm's does with an info none of its entries takes. */
+bool efa_hmem_ep_refused(void);
 
 #endif

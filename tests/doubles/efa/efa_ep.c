@@ -837,9 +837,15 @@ int efa_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return -FI_EINVAL;
 	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM)
 		return -FI_EINVAL;
+	if ((info->caps & FI_HMEM) && efa_hmem_ep_refused()) {
+		FI_INFO(&efa_prov, FI_LOG_EP_CTRL, "efa double: endpoint with "
+			"FI_HMEM refused\n");
+		return -FI_ENODATA;
+	}
 	if (info->caps & FI_HMEM)
 		FI_INFO(&efa_prov, FI_LOG_EP_CTRL, "efa double: endpoint with "
-			"FI_HMEM\n");
+			"FI_HMEM, inject_size %zu\n",
+			info->tx_attr ? info->tx_attr->inject_size : 0);
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -FI_ENOMEM;

@@ -149,6 +149,13 @@ bool efa_cuda_refuses(void)
 	return s && !strcmp(s, "refuse");
 }
 
+bool efa_hmem_ep_refused(void)
+{
+	const char *s = getenv("EFA_DOUBLE_HMEM_EP");
+
+	return s && !strcmp(s, "refuse");
+}
+
 /* ---- fi_getinfo ---- */
 
 #define MR_RMA_TARGET (FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | \

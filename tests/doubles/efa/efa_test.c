@@ -156,6 +156,50 @@ static void part_info(void)
 	     "FI_MR_BASIC kept");
 }
 
+/* FI_HMEM as shm with CUDA grants it (libfabric 2.6's smr_hmem_info, the
+ * same in 1.17): inject_size 0 with it, shm's 4096 without. An endpoint
+ * with FI_HMEM and a larger inject_size is refused, as shm's fi_domain and
+ * fi_endpoint refuse an info none of their entries takes; with
+ * EFA_DOUBLE_HMEM_EP=refuse, every endpoint with FI_HMEM is. */
+static void part_hmem_ep(void)
+{
+	const uint64_t caps = FI_MSG | FI_TAGGED | FI_RMA;
+	struct fi_info *fi, *plain;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+
+	t_fi(getinfo(caps, BASIC_MAP | FI_MR_HMEM, &plain));
+	t_fi(getinfo(caps | FI_HMEM, BASIC_MAP | FI_MR_HMEM, &fi));
+	t_assert(plain->tx_attr->inject_size == 4096 &&
+		 fi->tx_attr->inject_size == 0,
+		 "inject_size %zu without FI_HMEM, %zu with it",
+		 plain->tx_attr->inject_size, fi->tx_attr->inject_size);
+	t_ok("inject_size 4096 without FI_HMEM, 0 with it");
+
+	t_fi(fi_fabric(fi->fabric_attr, &fabric, NULL));
+	t_fi(fi_domain(fabric, fi, &domain, NULL));
+	t_fi(fi_endpoint(domain, fi, &ep, NULL));
+	t_fi(fi_close(&ep->fid));
+	fi->tx_attr->inject_size = plain->tx_attr->inject_size;
+	t_assert(fi_endpoint(domain, fi, &ep, NULL) == -FI_ENODATA,
+		 "an FI_HMEM endpoint with inject_size %zu opened",
+		 fi->tx_attr->inject_size);
+	fi->tx_attr->inject_size = 0;
+	setenv("EFA_DOUBLE_HMEM_EP", "refuse", 1);
+	t_assert(fi_endpoint(domain, fi, &ep, NULL) == -FI_ENODATA,
+		 "EFA_DOUBLE_HMEM_EP=refuse: an FI_HMEM endpoint opened");
+	t_fi(fi_endpoint(domain, plain, &ep, NULL));
+	unsetenv("EFA_DOUBLE_HMEM_EP");
+	t_fi(fi_close(&ep->fid));
+	t_ok("FI_HMEM endpoint: inject_size 0 opened, 4096 refused; "
+	     "EFA_DOUBLE_HMEM_EP=refuse refuses it, not one without FI_HMEM");
+	t_fi(fi_close(&domain->fid));
+	t_fi(fi_close(&fabric->fid));
+	fi_freeinfo(fi);
+	fi_freeinfo(plain);
+}
+
 /* ---- addresses ---- */
 
 static void part_addr(void)
@@ -839,6 +883,7 @@ static int in_child(int (*fn)(void))
 
 #define PART(name) static int run_##name(void) { part_##name(); return 0; }
 PART(info)
+PART(hmem_ep)
 PART(addr)
 PART(mr)
 PART(mr_cuda)
@@ -871,6 +916,7 @@ int main(int argc, char **argv)
 		{ "which provider", run_which },
 		{ "FI_HMEM_CUDA registration", run_mr_cuda },
 		{ "fi_getinfo", run_info },
+		{ "FI_HMEM endpoints", run_hmem_ep },
 		{ "addresses", run_addr },
 		{ "registration", run_mr },
 		{ "traffic", run_traffic },
