@@ -68,7 +68,8 @@ static void complete_target(const struct hml_op *op, size_t len)
  * receive's, as above. */
 bool hml_op_cntr_watched(const struct hml_op *op)
 {
-	uint64_t event = op->read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+	bool read = op->kind == HML_READ;
+	uint64_t event = read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
 	struct hml_ep *t = op->t ? op->t->base : NULL;
 
 	if (op->cntr != HML_CNTR_NONE &&
@@ -78,8 +79,8 @@ bool hml_op_cntr_watched(const struct hml_op *op)
 		return hml_cntr_watched(t->cntr[HML_CNTR_RECV]);
 	if (!op->target)
 		return false;
-	if (hml_cntr_watched(t->cntr[op->read ? HML_CNTR_REMOTE_READ :
-					     HML_CNTR_REMOTE_WRITE]))
+	if (hml_cntr_watched(t->cntr[read ? HML_CNTR_REMOTE_READ :
+					  HML_CNTR_REMOTE_WRITE]))
 		return true;
 	for (size_t i = 0; i < op->nmrs; i++)
 		if ((op->mrs[i]->cntr_flags & event) &&
