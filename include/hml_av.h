@@ -122,7 +122,8 @@ static inline bool hml_av_cached(struct hml_av *av, fi_addr_t addr,
 }
 
 /* selfaddr.c: is an address an endpoint of this process? */
-struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr);
+struct hml_ep *hml_av_relearn(struct hml_av *av, fi_addr_t addr,
+			      fi_addr_t key, unsigned int now);
 void hml_av_inserted(struct hml_av *av, const void *addr, size_t count,
 		     const fi_addr_t *fi_addr, bool was_empty);
 void hml_av_removed(struct hml_av *av, const fi_addr_t *fi_addr, size_t count);
@@ -133,6 +134,38 @@ void hml_av_names_fini(struct hml_av *av);
 /* Who is told of each endpoint of this process found in an address
  * vector: the message layer, which records its receives from then on. */
 void hml_av_on_found(void (*fn)(struct hml_ep *ep));
+
+/* A scalable endpoint's receive context, which the high bits of addr
+ * choose; e itself where it is not one. */
+static inline struct hml_ep *hml_av_rx_ctx(struct hml_ep *e, fi_addr_t addr,
+					   int bits)
+{
+	int idx;
+
+	if (!e || !bits)
+		return e;
+	idx = addr >> (64 - bits);
+	if (!e->rx_ctx || idx >= e->rx_ctx_cnt)
+		return NULL;
+	return e->rx_ctx[idx];
+}
+
+/* The endpoint of this process addr is in av, or NULL: from the cache
+ * where it has the answer of now, else asked (selfaddr.c). */
+static inline struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
+{
+	unsigned int now = hml_av_stamp(av);
+	fi_addr_t key = addr;
+	struct hml_ep *ep;
+
+	if (addr == FI_ADDR_NOTAVAIL)
+		return NULL;
+	if (av->rx_ctx_bits)
+		key &= (1ULL << (64 - av->rx_ctx_bits)) - 1;
+	if (!hml_av_cached(av, key, now, &ep))
+		return hml_av_relearn(av, addr, key, now);
+	return hml_av_rx_ctx(ep, addr, av->rx_ctx_bits);
+}
 
 /* The address vector an endpoint's addresses are in: its own, or that of
  * the scalable endpoint it is a context of. */

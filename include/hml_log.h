@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "hml_config.h"
+
 enum hml_log_level {
 	HML_LOG_WARN,
 	HML_LOG_INFO,
@@ -13,11 +15,13 @@ enum hml_log_level {
 
 void hml_log(enum hml_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-bool hml_log_enabled(enum hml_log_level level);
 
 #define hml_warn(...)	hml_log(HML_LOG_WARN, __VA_ARGS__)
 #define hml_info(...)	hml_log(HML_LOG_INFO, __VA_ARGS__)
-#define hml_debug(...)	do { if (hml_log_enabled(HML_LOG_DEBUG)) \
+/* The level asked for is read in place: debug lines are asked for on
+ * every operation. */
+#define hml_debug(...)	do { if (__builtin_expect(hml_config.log_level >= \
+					      HML_LOG_DEBUG, 0)) \
 				hml_log(HML_LOG_DEBUG, __VA_ARGS__); } while (0)
 
 /* Once per call site: a failure that repeats on every operation would

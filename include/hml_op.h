@@ -67,11 +67,8 @@ struct hml_op {
 
 /* Is its completion left for later? An inject's source is free when the
  * call returns, and with HMEMLOOP_ASYNC=0 every copy is over then. */
-static inline bool hml_op_deferred(const struct hml_op *op)
-{
-	return hml_config.async && !op->wait && !op->inject &&
-	       !(op->flags & FI_INJECT);
-}
+#define hml_op_deferred(op) (hml_config.async && !(op)->wait &&	\
+			     !(op)->inject && !((op)->flags & FI_INJECT))
 
 /* side.c: a side's buffers, classified */
 int hml_side_local(struct hml_side *s, struct hml_domain *d,
@@ -82,7 +79,7 @@ int hml_side_target(struct hml_side *s, struct hml_ep *t,
 const struct hml_mem *hml_side_device(const struct hml_side *s);
 void hml_side_put(struct hml_mr **mrs, size_t count);
 
-/* move.c: len bytes from src's buffers to dst's, for op (NULL: now) */
+/* side.c: len bytes from src's buffers to dst's, for op (NULL: now) */
 int hml_move(const struct hml_side *dst, const struct hml_side *src,
 	     size_t len, struct hml_op *op);
 
@@ -103,6 +100,7 @@ void hml_inflight_wait(struct hml_ep *e);
 void hml_inflight_progress(void);
 void hml_inflight_drain(void);
 void hml_inflight_sleep(int delta);
+void hml_inflight_watch(int delta);
 
 /* completion.c */
 void hml_complete_op(struct hml_op *op, int err);

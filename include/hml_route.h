@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The router: every data operation, RMA or message, host or device, is
- * decided in one place (route.c), from what is known of it (struct
- * hml_facts), and run through one pipeline (run.c): judge its buffers,
- * decide, take the places its entries need, move its bytes, complete it.
+ * The router (route.c): every data operation, RMA or message, host or
+ * device, is decided in one place, from what is known of it (struct
+ * hml_facts), and run through one pipeline: judge its buffers, decide,
+ * take the places its entries need, move its bytes, complete it.
  *
  * The rule (README, "One engine per pair"): an operation whose target is
  * an endpoint of this process is hmemloop's, host memory as well as
@@ -85,7 +85,7 @@ struct fi_ops_tagged;
 void hml_rma_ops(struct fi_ops_rma *ops);
 void hml_send_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 
-/* run.c: an operation of e to t, an endpoint of this process. False when
+/* route.c: an operation of e to t, an endpoint of this process. False when
  * it is done here or refused, *ret the call's answer; true when it is the
  * provider's, which the caller then calls. kind: enum hml_kind. */
 struct hml_ep;

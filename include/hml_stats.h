@@ -45,60 +45,51 @@ static inline struct hml_stats *hml_stats(void)
 	return hml_stats_mine ? hml_stats_mine : hml_stats_thread();
 }
 
-/* HML_STAT(staged): one counter up, where counting. */
-#define HML_STAT(field) do {						\
-	if (__builtin_expect(hml_stats_on, 0))				\
-		hml_stats()->field++;					\
-} while (0)
+/* HML_STAT(staged): one counter up, where counting; an expression. */
+#define HML_STAT(field) \
+	(__builtin_expect(hml_stats_on, 0) ? (void) hml_stats()->field++ : \
+					     (void) 0)
 
-/* An operation the provider carries, counted under the router's reason:
- * on the pass-through path, so inline. */
-static inline void hml_stat_pass(enum hml_reason reason)
-{
-	HML_STAT(passed[reason]);
-}
-
-/* Each below: a predicted branch, and a call only where counting. */
+/* Each below: a predicted branch, and a call only where counting; macros,
+ * so that the path they are on calls nothing more. */
 void hml_stat_error_add(int err);
 void hml_stat_done_add(enum hml_kind kind, const struct hml_side *src,
 		       const struct hml_side *dst, size_t len);
 void hml_stat_recv_add(bool tagged, const struct hml_side *src,
 		       const struct hml_side *dst, size_t len, int err);
 
+/* An operation the provider carries, counted under the router's reason
+ * (enum hml_reason). */
+#define hml_stat_pass(reason) HML_STAT(passed[reason])
+
 /* A positive FI_E* the library reported in a completion or returned; 0
  * is none. */
-static inline void hml_stat_error(int err)
-{
-	if (__builtin_expect(hml_stats_on, 0) && err)
-		hml_stat_error_add(err);
-}
+#define hml_stat_error(err) do {					\
+	int e_ = (err);							\
+	if (__builtin_expect(hml_stats_on, 0) && e_)			\
+		hml_stat_error_add(e_);					\
+} while (0)
 
 /* ret, a call's return: a refusal (negative, not -FI_EAGAIN) counted. */
-static inline ssize_t hml_stat_ret(ssize_t ret)
-{
-	if (__builtin_expect(hml_stats_on, 0) && ret < 0 && ret != -FI_EAGAIN)
-		hml_stat_error_add(-ret);
-	return ret;
-}
+#define hml_stat_ret(ret) ({						\
+	ssize_t r_ = (ret);						\
+	if (__builtin_expect(hml_stats_on, 0) && r_ < 0 &&		\
+	    r_ != -FI_EAGAIN)						\
+		hml_stat_error_add(-r_);				\
+	r_; })
 
 /* An operation done here, len bytes from src to dst. */
-static inline void hml_stat_done(enum hml_kind kind,
-				 const struct hml_side *src,
-				 const struct hml_side *dst, size_t len)
-{
-	if (__builtin_expect(hml_stats_on, 0))
-		hml_stat_done_add(kind, src, dst, len);
-}
+#define hml_stat_done(kind, src, dst, len) do {				\
+	if (__builtin_expect(hml_stats_on, 0))				\
+		hml_stat_done_add(kind, src, dst, len);			\
+} while (0)
 
 /* A message delivered to a receive (hml_rx_deliver): done, or an error
  * (err, positive); dst is read only when the copy was made. */
-static inline void hml_stat_recv(bool tagged, const struct hml_side *src,
-				 const struct hml_side *dst, size_t len,
-				 int err)
-{
-	if (__builtin_expect(hml_stats_on, 0))
-		hml_stat_recv_add(tagged, src, dst, len, err);
-}
+#define hml_stat_recv(tagged, src, dst, len, err) do {			\
+	if (__builtin_expect(hml_stats_on, 0))				\
+		hml_stat_recv_add(tagged, src, dst, len, err);		\
+} while (0)
 
 /* After the settings: count where HMEMLOOP_STATS asks for it. */
 void hml_stats_start(void);

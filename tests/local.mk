@@ -9,7 +9,7 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/wait tests/stress tests/regressions tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
 	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
-	tests/statsrun tests/async tests/inflight tests/order
+	tests/statsrun tests/async tests/inflight tests/order tests/names tests/peek
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \

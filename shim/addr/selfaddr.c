@@ -300,42 +300,12 @@ static struct hml_ep *learn(struct hml_av *av, fi_addr_t addr,
 	return ep;
 }
 
-static struct hml_ep *target_ep(struct hml_ep *e, fi_addr_t addr, int bits)
+/* Not in the cache as of now: asked, and kept. Out of line, so that the
+ * common case, a cached answer, needs no stack frame (hml_av.h). */
+struct hml_ep *hml_av_relearn(struct hml_av *av, fi_addr_t addr,
+			      fi_addr_t key, unsigned int now)
 {
-	int idx;
-
-	if (!e || !bits)
-		return e;
-	/* A scalable endpoint: the high bits choose its receive context. */
-	idx = addr >> (64 - bits);
-	if (!e->rx_ctx || idx >= e->rx_ctx_cnt)
-		return NULL;
-	return e->rx_ctx[idx];
-}
-
-/* Kept out of line so that the common case, a cached answer, needs no
- * stack frame. */
-static __attribute__((noinline)) struct hml_ep *
-relearn(struct hml_av *av, fi_addr_t addr, fi_addr_t key, unsigned int now)
-{
-	return target_ep(learn(av, key, now), addr, av->rx_ctx_bits);
-}
-
-struct hml_ep *hml_av_target(struct hml_av *av, fi_addr_t addr)
-{
-	unsigned int now = hml_av_stamp(av);
-	fi_addr_t key = addr;
-	struct hml_ep *ep;
-
-	if (addr == FI_ADDR_NOTAVAIL)
-		return NULL;
-	if (av->rx_ctx_bits)
-		key &= (1ULL << (64 - av->rx_ctx_bits)) - 1;
-	if (!hml_av_cached(av, key, now, &ep))
-		return relearn(av, addr, key, now);
-	if (!av->rx_ctx_bits)
-		return ep;
-	return target_ep(ep, addr, av->rx_ctx_bits);
+	return hml_av_rx_ctx(learn(av, key, now), addr, av->rx_ctx_bits);
 }
 
 /* An endpoint of this process was named after addresses went into av:

@@ -29,6 +29,10 @@ static size_t nlisted, cap;
 /* Threads asleep in fi_cntr_wait, which the shim cannot wake: while there
  * are any, copies are waited for at post. */
 static int sleepers;
+/* CQs and counters someone may sleep on without reading them (a thread in
+ * sread, a wait object handed out): while there are none, no operation
+ * asks its own. */
+static int watchers;
 /* Bumped in a fork() child: the parent's operations are not its own. */
 static unsigned int gen;
 
@@ -118,8 +122,11 @@ static void retire(struct hml_flight *f, bool wait)
  */
 static bool asleep(const struct hml_op *op)
 {
-	return __atomic_load_n(&sleepers, __ATOMIC_SEQ_CST) ||
-	       hml_cq_watched(op->e->base->tx_cq) ||
+	if (__atomic_load_n(&sleepers, __ATOMIC_SEQ_CST))
+		return true;
+	if (!__atomic_load_n(&watchers, __ATOMIC_SEQ_CST))
+		return false;
+	return hml_cq_watched(op->e->base->tx_cq) ||
 	       (t_reports(op) && hml_cq_watched(op->t->base->rx_cq)) ||
 	       hml_op_cntr_watched(op);
 }
@@ -248,11 +255,19 @@ void hml_inflight_sleep(int delta)
 	__atomic_add_fetch(&sleepers, delta, __ATOMIC_ACQ_REL);
 }
 
+/* A CQ or counter may be slept on without a read (delta 1: a thread in
+ * its sread, its wait object handed out, a wait set), or no longer (-1). */
+void hml_inflight_watch(int delta)
+{
+	__atomic_add_fetch(&watchers, delta, __ATOMIC_SEQ_CST);
+}
+
 static void forked(void)
 {
 	gen++;
 	hml_inflight = 0;
 	sleepers = 0;
+	watchers = 0;
 	nlisted = 0;
 	pthread_rwlock_init(&list_lock, NULL);
 }

@@ -52,14 +52,21 @@ static int hml_cntr_control(struct fid *fid, int command, void *arg)
 					      h.fi.ops);
 	int ret = c->h.prov->control(fid, command, arg);
 
-	if (!ret && command == FI_GETWAIT)
-		__atomic_store_n(&c->exported, true, __ATOMIC_SEQ_CST);
+	if (!ret && command == FI_GETWAIT &&
+	    !__atomic_exchange_n(&c->exported, true, __ATOMIC_SEQ_CST))
+		hml_inflight_watch(1);
 	return ret;
 }
 
 static void release(struct hml_fid *h)
 {
-	free(hml_container_of(h, struct hml_cntr, h));
+	struct hml_cntr *c = hml_container_of(h, struct hml_cntr, h);
+
+	if (c->exported)
+		hml_inflight_watch(-1);
+	if (c->wait_obj == FI_WAIT_SET)
+		hml_inflight_watch(-1);
+	free(c);
 }
 
 void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
@@ -73,6 +80,8 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
 	c->cntr = cntr;
 	c->events = attr ? attr->events : FI_CNTR_EVENTS_COMP;
 	c->wait_obj = attr ? attr->wait_obj : FI_WAIT_NONE;
+	if (c->wait_obj == FI_WAIT_SET)
+		hml_inflight_watch(1);
 	if (hml_table_take(&cntr->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cntr_read);
 		hml_table_set(&c->ops.ops, readerr, hml_cntr_readerr);

@@ -276,6 +276,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	hml_inflight_watch(1);
 	/* Copies posted from now on are waited for at post (inflight.c);
 	 * those in flight now, here. */
 	hml_inflight_drain();
@@ -308,6 +309,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	}
 out:
 	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	hml_inflight_watch(-1);
 	if (m > 0)
 		return n + m;
 	if (n)
@@ -351,8 +353,9 @@ static int hml_cq_control(struct fid *fid, int command, void *arg)
 	struct hml_cq *c = hml_container_of(fid->ops, struct hml_cq, h.fi.ops);
 	int ret = c->h.prov->control(fid, command, arg);
 
-	if (!ret && command == FI_GETWAIT)
-		__atomic_store_n(&c->exported, true, __ATOMIC_RELAXED);
+	if (!ret && command == FI_GETWAIT &&
+	    !__atomic_exchange_n(&c->exported, true, __ATOMIC_SEQ_CST))
+		hml_inflight_watch(1);
 	return ret;
 }
 
@@ -368,6 +371,10 @@ static void release(struct hml_fid *h)
 {
 	struct hml_cq *cq = hml_container_of(h, struct hml_cq, h);
 
+	if (cq->exported)
+		hml_inflight_watch(-1);
+	if (cq->wait_obj == FI_WAIT_SET)
+		hml_inflight_watch(-1);
 	/* A shared receive context outlives the CQs of its endpoints. */
 	while (cq->nrxqs)
 		hml_rx_unwatch(cq, cq->rxqs[0]);
@@ -408,6 +415,8 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 	c->entry_size = hml_cq_entry_size(attr->format);
 	c->size = attr->size ? attr->size : HML_CQ_DEFAULT_SIZE;
 	c->wait_obj = attr->wait_obj;
+	if (c->wait_obj == FI_WAIT_SET)
+		hml_inflight_watch(1);
 	c->wait_cond = attr->wait_cond;
 	c->serial = d->threading == FI_THREAD_DOMAIN ||
 		    d->threading == FI_THREAD_COMPLETION;

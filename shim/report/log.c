@@ -12,7 +12,7 @@ static const char *const level_names[] = {
 	[HML_LOG_DEBUG] = "debug",
 };
 
-bool hml_log_enabled(enum hml_log_level level)
+static bool enabled(enum hml_log_level level)
 {
 	return (int) level <= hml_config.log_level;
 }
@@ -23,7 +23,7 @@ void hml_log(enum hml_log_level level, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (!hml_log_enabled(level))
+	if (!enabled(level))
 		return;
 
 	/* One write per line, so lines of several threads do not interleave. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The RMA calls: a read or write whose target is an endpoint of this
- * process goes to the router (run.c); any other to the provider
+ * process goes to the router (route.c); any other to the provider
  * unchanged.
  */
 #include "hml_av.h"

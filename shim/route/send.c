@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The send calls (fi_send, fi_tsend and their families): a send to an
- * endpoint of this process goes to the router (run.c), any other to the
+ * endpoint of this process goes to the router (route.c), any other to the
  * provider unchanged.
  */
 #include "hml_av.h"

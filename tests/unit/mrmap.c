@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The MR map (shim/obj/mrmap.c): regions found by key and by descriptor, past
+ * The MR map (shim/data/mrmap.c): regions found by key and by descriptor, past
  * the table's growth, each lookup holding the region; regions removed are
  * found no more, and removing one twice is harmless; under FI_MR_ENDPOINT a
  * key finds its own endpoint's region only (or its scalable endpoint's).
