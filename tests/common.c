@@ -59,6 +59,7 @@ void t_ok(const char *fmt, ...)
 
 long t_fi_check(long ret, const char *what, int line)
 {
+	t_trace_ret(what, ret);
 	if (ret < 0)
 		t_fail("line %d: %s: %ld (%s)", line, what, ret,
 		       fi_strerror((int) -ret));
@@ -228,6 +229,7 @@ int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
 	e->namelen = sizeof(e->name);
 	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
 	t_progress(e->cq);
+	t_name_ep(e, cq_attr.format);
 	return 0;
 }
 
@@ -243,6 +245,9 @@ void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
 void t_ep_close(struct t_ep *e)
 {
 	t_unprogress(e->cq);
+	t_unname(e->cq);
+	for (int i = 0; i < 2; i++)
+		t_unname(e->cntr[i]);
 	t_fi(fi_close(&e->ep->fid));
 	t_fi(fi_close(&e->av->fid));
 	t_fi(fi_close(&e->cq->fid));

@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "hmltest.h"
@@ -59,22 +60,33 @@ static void drive(void)
 			fi_cq_read(driven[i], NULL, 0);
 }
 
+/* Read one entry of cq, with its source where src is not NULL, within
+ * seconds; trace what it read, or that nothing came. */
 static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
-		    struct fi_cq_err_entry *err, double seconds)
+		    struct fi_cq_err_entry *err, fi_addr_t *src,
+		    double seconds)
 {
 	struct fi_cq_tagged_entry tmp;
 	double end = t_now() + seconds;
 	ssize_t ret;
 
+	if (!ent)
+		ent = &tmp;
 	for (;;) {
-		ret = fi_cq_read(cq, ent ? ent : &tmp, 1);
-		if (ret == 1)
+		/* A CQ of a smaller format leaves the rest as it was. */
+		memset(ent, 0, sizeof(*ent));
+		ret = src ? fi_cq_readfrom(cq, ent, 1, src) :
+			    fi_cq_read(cq, ent, 1);
+		if (ret == 1) {
+			t_trace_cqe(cq, ent, NULL, src);
 			return 0;
+		}
 		if (ret == -FI_EAVAIL) {
 			struct fi_cq_err_entry e = { 0 };
 
 			t_assert(fi_cq_readerr(cq, &e, 0) == 1,
 				 "fi_cq_readerr after -FI_EAVAIL returned no entry");
+			t_trace_cqe(cq, NULL, &e, NULL);
 			if (err)
 				*err = e;
 			return 1;
@@ -82,20 +94,28 @@ static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 		if (ret != -FI_EAGAIN)
 			t_fail("fi_cq_read: %zd (%s)", ret, fi_strerror(-ret));
 		drive();
-		if (t_now() > end)
+		if (t_now() > end) {
+			t_trace_none(cq);
 			return -FI_EAGAIN;
+		}
 	}
 }
 
 int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 	   struct fi_cq_err_entry *err)
 {
-	return wait_for(cq, ent, err, t_wait_s());
+	return wait_for(cq, ent, err, NULL, t_wait_s());
+}
+
+int t_wait_from(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
+		struct fi_cq_err_entry *err, fi_addr_t *src)
+{
+	return wait_for(cq, ent, err, src, t_wait_s());
 }
 
 bool t_quiet(struct fid_cq *cq, int ms)
 {
-	return wait_for(cq, NULL, NULL, ms / 1e3) == -FI_EAGAIN;
+	return wait_for(cq, NULL, NULL, NULL, ms / 1e3) == -FI_EAGAIN;
 }
 
 void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len)
