@@ -47,8 +47,8 @@ EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/ena
 	tests/settings tests/man tests/layering tests/stats \
 	tests/shm-clean
 
-check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
-		$(lib_LTLIBRARIES)
+check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) $(check_SCRIPTS) \
+		contrib/hmemloop $(lib_LTLIBRARIES)
 	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
 		$(SHELL) $(srcdir)/tests/harness
 
