@@ -49,6 +49,7 @@ void t_case_skip(const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("\n");
+	t_trace("skipped");
 	skips++;
 }
 
@@ -147,7 +148,9 @@ void t_run_cases(const struct t_case *cases, size_t n)
 		if (!c->fresh || t_fresh()) {
 			double t0 = t_now();
 
+			t_trace_case(c->name);
 			c->run();
+			t_trace_case_end();
 			printf("%s: %.2f s\n", c->name, t_now() - t0);
 			continue;
 		}

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hmltest.h"
@@ -60,6 +59,7 @@ void t_ok(const char *fmt, ...)
 
 long t_fi_check(long ret, const char *what, int line)
 {
+	t_trace_ret(what, ret);
 	if (ret < 0)
 		t_fail("line %d: %s: %ld (%s)", line, what, ret,
 		       fi_strerror((int) -ret));
@@ -229,6 +229,7 @@ int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
 	e->namelen = sizeof(e->name);
 	t_fi(fi_getname(&e->ep->fid, e->name, &e->namelen));
 	t_progress(e->cq);
+	t_name_ep(e, cq_attr.format);
 	return 0;
 }
 
@@ -244,6 +245,9 @@ void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o)
 void t_ep_close(struct t_ep *e)
 {
 	t_unprogress(e->cq);
+	t_unname(e->cq);
+	for (int i = 0; i < 2; i++)
+		t_unname(e->cntr[i]);
 	t_fi(fi_close(&e->ep->fid));
 	t_fi(fi_close(&e->av->fid));
 	t_fi(fi_close(&e->cq->fid));
@@ -275,115 +279,6 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	if (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
 		return (uintptr_t) m->base + off;
 	return off;
-}
-
-double t_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double t_wait_s(void)
-{
-	const char *s = getenv("HMEMLOOP_TEST_WAIT");
-
-	return s ? atof(s) : 10;
-}
-
-static struct fid_cq *driven[8];
-
-void t_progress(struct fid_cq *cq)
-{
-	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++) {
-		if (!driven[i] || driven[i] == cq) {
-			driven[i] = cq;
-			return;
-		}
-	}
-	t_fail("too many CQs to drive");
-}
-
-void t_unprogress(struct fid_cq *cq)
-{
-	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
-		if (driven[i] == cq)
-			driven[i] = NULL;
-}
-
-void t_drive(struct fid_cq *cq)
-{
-	fi_cq_read(cq, NULL, 0);
-	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
-		if (driven[i] && driven[i] != cq)
-			fi_cq_read(driven[i], NULL, 0);
-}
-
-static void drive(void)
-{
-	for (size_t i = 0; i < sizeof(driven) / sizeof(driven[0]); i++)
-		if (driven[i])
-			fi_cq_read(driven[i], NULL, 0);
-}
-
-static int wait_for(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
-		    struct fi_cq_err_entry *err, double seconds)
-{
-	struct fi_cq_tagged_entry tmp;
-	double end = t_now() + seconds;
-	ssize_t ret;
-
-	for (;;) {
-		ret = fi_cq_read(cq, ent ? ent : &tmp, 1);
-		if (ret == 1)
-			return 0;
-		if (ret == -FI_EAVAIL) {
-			struct fi_cq_err_entry e = { 0 };
-
-			t_assert(fi_cq_readerr(cq, &e, 0) == 1,
-				 "fi_cq_readerr after -FI_EAVAIL returned no entry");
-			if (err)
-				*err = e;
-			return 1;
-		}
-		if (ret != -FI_EAGAIN)
-			t_fail("fi_cq_read: %zd (%s)", ret, fi_strerror(-ret));
-		drive();
-		if (t_now() > end)
-			return -FI_EAGAIN;
-	}
-}
-
-int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
-	   struct fi_cq_err_entry *err)
-{
-	return wait_for(cq, ent, err, t_wait_s());
-}
-
-bool t_quiet(struct fid_cq *cq, int ms)
-{
-	return wait_for(cq, NULL, NULL, ms / 1e3) == -FI_EAGAIN;
-}
-
-void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len)
-{
-	struct fi_cq_tagged_entry ent;
-	struct fi_cq_err_entry err;
-	int ret = t_wait(cq, &ent, &err);
-
-	if (ret < 0)
-		t_fail("no completion for context %p", ctx);
-	if (ret > 0)
-		t_fail("error completion for context %p: err %d (%s), "
-		       "prov_errno %d", err.op_context, err.err,
-		       fi_strerror(err.err), err.prov_errno);
-	t_assert(ent.op_context == ctx, "completion for context %p, "
-		 "expected %p", ent.op_context, ctx);
-	t_assert((ent.flags & flags) == flags, "completion flags %#lx lack %#lx",
-		 (unsigned long) ent.flags, (unsigned long) flags);
-	t_assert(len == (size_t) -1 || ent.len == len,
-		 "completion len %zu, expected %zu", ent.len, len);
 }
 
 bool t_host;

@@ -29,9 +29,11 @@
  *            yet, the first receive takes the inject (FI_ORDER_SAS)
  *
  * By default on device memory: without hmemloop the provider touches it
- * and the run fails. With -H on host memory, printing "digest:" lines that
- * must be the same without hmemloop and through it (tests/exact-host). "-c NAME,..." runs only those.
+ * and the run fails. With -H on host memory. Either way it traces what it
+ * sees (t_trace_on), and the harness (kind diff) compares the traces of
+ * device memory and of host memory through hmemloop with the provider alone's on host memory. "-c NAME,..." runs only those.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +137,20 @@ static void tx_done(int e, void *ctx, const char *what)
 		 "expected %p", what, g.ctx, g.err, ctx);
 }
 
+/* Name each of n contexts for the trace: "x", "s1", ... */
+static void names(int n, ...)
+{
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++) {
+		const void *p = va_arg(ap, const void *);
+
+		t_name(p, "%s", va_arg(ap, const char *));
+	}
+	va_end(ap);
+}
+
 /* ---- the cases ------------------------------------------------------------ */
 
 static void shared(void)
@@ -144,9 +160,10 @@ static void shared(void)
 	struct ent g;
 
 	if (!shared_ok) {
-		printf("digest: shared: not legal here (FI_CONTEXT mode)\n");
+		t_trace("shared: not legal here (FI_CONTEXT mode)");
 		return;
 	}
+	names(3, &x, "x", &s1, "s1", &s2, "s2");
 	poison(0);
 	poison(1);
 	load(0, 11);
@@ -170,8 +187,9 @@ static void shared(void)
 		 what);
 	t_assert(holds(1, 12), "%s: the second buffer lacks the second "
 		 "message", what);
-	printf("digest: shared: first buffer first message, second buffer "
-	       "second message\n");
+	t_trace_bytes(dst, 2 * SLOT);
+	t_trace("shared: first buffer first message, second buffer "
+		"second message");
 	t_ok("%s: each message in its receive, in posting order", what);
 }
 
@@ -182,6 +200,7 @@ static void format(void)
 	struct fi_context2 x, y, z;
 	struct ent g;
 
+	names(3, &x, "x", &y, "y", &z, "z");
 	poison(2);
 	load(2, 21);
 	memset(hsrc, 0x5a, LEN);
@@ -204,8 +223,10 @@ static void format(void)
 		 what, g.ctx, g.err);
 	quiet(D, what);
 	t_assert(holds(2, 21), "%s: the message is not in d's receive", what);
-	printf("digest: format: the send's entry, then the receive's, which "
-	       "holds the message\n");
+	t_trace_bytes(dst + 2 * SLOT, SLOT);
+	t_trace_bytes(hdst, LEN);
+	t_trace("format: the send's entry, then the receive's, which "
+		"holds the message");
 	t_ok("%s: the message completes the receive", what);
 }
 
@@ -217,12 +238,13 @@ static void cancel(void)
 	ssize_t ret;
 	int k;
 
+	names(3, &c2, "c2", &c3, "c3", &s, "s");
 	poison(0);
 	poison(1);
 	load(3, 31);
 	recv_slot(B, 0, &c2);
 	recv_slot(B, 1, &c3);
-	ret = fi_cancel(&ep[B].ep->fid, &c2);
+	ret = t_trace_ret("fi_cancel(c2)", fi_cancel(&ep[B].ep->fid, &c2));
 	t_assert(!ret, "%s: fi_cancel returned %zd (%s)", what, ret,
 		 fi_strerror((int) -ret));
 	send_slot(A, B, 3, &s);
@@ -240,8 +262,9 @@ static void cancel(void)
 	t_assert(poisoned(0), "%s: c2's buffer was written", what);
 	t_mem_get(scratch, dst + SLOT, LEN);
 	t_assert(t_check(scratch, LEN, 31), "%s: c3 lacks the message", what);
-	printf("digest: cancel: c2 FI_ECANCELED and untouched, c3 holds the "
-	       "message\n");
+	t_trace_bytes(dst, 2 * SLOT);
+	t_trace("cancel: c2 FI_ECANCELED and untouched, c3 holds the "
+		"message");
 	t_ok("%s: c2 ends cancelled, c3 takes the message", what);
 }
 
@@ -251,6 +274,7 @@ static void nocontext(void)
 	struct fi_context2 s;
 	struct ent g;
 
+	t_name(&s, "s");
 	poison(0);
 	load(2, 41);
 	recv_slot(B, 0, NULL);
@@ -262,7 +286,8 @@ static void nocontext(void)
 		 g.len);
 	quiet(B, what);
 	t_assert(holds(0, 41), "%s: the message is not in the receive", what);
-	printf("digest: nocontext: the message in the receive\n");
+	t_trace_bytes(dst, SLOT);
+	t_trace("nocontext: the message in the receive");
 	t_ok("%s: takes a message", what);
 }
 
@@ -289,14 +314,16 @@ static void bounded(void)
 
 	/* The oracle has no bound to compare with: udp;ofi_rxd alone takes
 	 * 20 000 sends, and then does not complete them all. */
-	if (t_host && !strcmp(t_prov, "udp;ofi_rxd")) {
-		printf("digest: bounded: not compared, %s alone does not push "
-		       "back\n", t_prov);
+	if (!strcmp(t_prov, "udp;ofi_rxd") &&
+	    t_no_oracle("bounded: not compared, %s alone does not push back",
+			t_prov)) {
 		free(ctx);
 		free(seen);
 		return;
 	}
 	t_assert(ctx && seen, "out of memory");
+	t_name(&r, "r");
+	t_name_array(ctx, MAXQ, sizeof(*ctx), "ctx");
 	qsrc = t_mem_alloc((size_t) MAXQ * SMALL);
 	t_reg(&fab, qsrc, (size_t) MAXQ * SMALL, FI_SEND, 5, &qsrc_mr);
 	for (i = 0; i < MAXQ; i++) {
@@ -310,6 +337,9 @@ static void bounded(void)
 	tx_done(A, &ctx[0], what);
 	g = next(B, what);
 	t_assert(g.ctx == &r && !g.err, "%s: the first message", what);
+	/* Where the sender is pushed back is the provider's, or hmemloop's,
+	 * own: not traced until every message is in. */
+	t_trace_pause(true);
 	for (n = 0; n < MAXQ && !pushed_back(n, ctx); n++)
 		;
 	t_assert(n < MAXQ, "%s: %d sends, none pushed back", what, MAXQ);
@@ -335,9 +365,11 @@ static void bounded(void)
 		t_assert(!memcmp(scratch, scratch + SMALL, SMALL), "%s: "
 			 "message %d arrived corrupt", what, id);
 	}
+	t_trace_pause(false);
 	recv_slot(B, 0, &r);
 	quiet(B, what);
-	t_assert(!fi_cancel(&ep[B].ep->fid, &r), "%s: fi_cancel", what);
+	t_assert(!t_trace_ret("fi_cancel(r)", fi_cancel(&ep[B].ep->fid, &r)),
+		 "%s: fi_cancel", what);
 	g = next(B, what);
 	t_assert(g.ctx == &r && g.err == FI_ECANCELED, "%s: the last receive: "
 		 "context %p err %d", what, g.ctx, g.err);
@@ -345,8 +377,8 @@ static void bounded(void)
 	t_mem_free(qsrc);
 	free(ctx);
 	free(seen);
-	printf("digest: bounded: pushed back; every message it accepted "
-	       "received once, intact\n");
+	t_trace("bounded: pushed back; every message it accepted "
+		"received once, intact");
 	t_ok("%s: pushed back after %d, all %d received", what, n, n);
 }
 
@@ -378,6 +410,7 @@ static void count_to(struct fid_cntr *c, uint64_t want, uint64_t errs,
 		 (unsigned long) fi_cntr_read(c),
 		 (unsigned long) fi_cntr_readerr(c), (unsigned long) want,
 		 (unsigned long) errs);
+	t_trace_cntr(c);
 }
 
 static void rxcntr(void)
@@ -389,9 +422,10 @@ static void rxcntr(void)
 	struct t_ep e;
 
 	if (!half_open(&e, &c, FI_TRANSMIT, FI_RECV)) {
-		printf("digest: rxcntr: not allowed here\n");
+		t_trace("rxcntr: not allowed here");
 		return;
 	}
+	names(2, &r, "r", &s, "s");
 	to = t_insert(&ep[A], e.name);
 	t_insert(&e, ep[A].name);
 	poison(0);
@@ -407,7 +441,8 @@ static void rxcntr(void)
 	poison(2);
 	t_post(e.cq, fi_recv(e.ep, dst + SLOT, SLOT, dst_mr.desc,
 			     FI_ADDR_UNSPEC, &r));
-	t_assert(!fi_cancel(&e.ep->fid, &r), "%s: fi_cancel", what);
+	t_assert(!t_trace_ret("fi_cancel(r)", fi_cancel(&e.ep->fid, &r)),
+		 "%s: fi_cancel", what);
 	count_to(c, 1, 1, what);
 	t_post(e.cq, fi_recv(e.ep, dst + 2 * SLOT, SLOT, dst_mr.desc,
 			     FI_ADDR_UNSPEC, &r));
@@ -420,10 +455,11 @@ static void rxcntr(void)
 	t_assert(holds(2, 53), "%s: the second message is not in the next "
 		 "receive", what);
 	t_assert(t_quiet(e.cq, 50), "%s: an entry on the send CQ", what);
+	t_trace_bytes(dst, 3 * SLOT);
 	t_ep_close(&e);
-	printf("digest: rxcntr: counted once, the message in the receive; a "
-	       "cancel counted as an error; the next message in the next "
-	       "receive\n");
+	t_trace("rxcntr: counted once, the message in the receive; a "
+		"cancel counted as an error; the next message in the next "
+		"receive");
 	t_ok("%s: messages are counted and land, a cancel is counted", what);
 }
 
@@ -437,9 +473,10 @@ static void txcntr(void)
 	struct ent g;
 
 	if (!half_open(&e, &c, FI_RECV, FI_SEND)) {
-		printf("digest: txcntr: not allowed here\n");
+		t_trace("txcntr: not allowed here");
 		return;
 	}
+	names(2, &r, "r", &s, "s");
 	to = t_insert(&e, ep[B].name);
 	t_insert(&ep[B], e.name);
 	poison(0);
@@ -453,8 +490,9 @@ static void txcntr(void)
 	count_to(c, 1, 0, what);
 	t_assert(t_quiet(e.cq, 50), "%s: an entry on the receive CQ", what);
 	t_assert(holds(0, 52), "%s: the message is not in the receive", what);
+	t_trace_bytes(dst, SLOT);
 	t_ep_close(&e);
-	printf("digest: txcntr: counted once, the message in the receive\n");
+	t_trace("txcntr: counted once, the message in the receive");
 	t_ok("%s: the send is counted", what);
 }
 
@@ -508,6 +546,7 @@ static int kept_send(struct kept *k, unsigned seed, void *ctx,
 	struct fi_context2 sc;
 	struct ent g;
 
+	t_name(&sc, "sc");
 	load(3, seed);
 	t_post(k->s.cq, fi_send(k->s.ep, src + 3 * SLOT, LEN, k->src.desc,
 				k->to, &sc));
@@ -528,7 +567,8 @@ static void kept_cancel(struct kept *k, void *ctx, const char *what)
 {
 	struct ent g;
 
-	t_assert(!fi_cancel(&k->r.ep->fid, ctx), "%s: fi_cancel", what);
+	t_assert(!t_trace_ret("fi_cancel", fi_cancel(&k->r.ep->fid, ctx)),
+		 "%s: fi_cancel", what);
 	g = next_on(k->r.cq, what);
 	t_assert(g.ctx == ctx && g.err == FI_ECANCELED, "%s: cancel entry: "
 		 "context %p err %d (%s)", what, g.ctx, g.err,
@@ -542,6 +582,7 @@ static void kept_fill(struct kept *k, bool directed_first)
 	struct fi_context2 x;
 	int first, second;
 
+	t_name(&x, "x");
 	poison(0);
 	poison(1);
 	kept_recv(k, 0, directed_first, &x);
@@ -550,6 +591,7 @@ static void kept_fill(struct kept *k, bool directed_first)
 	second = kept_send(k, 72, &x, what);
 	t_assert(first == 0 && second == 1, "%s: messages in slots %d, %d",
 		 what, first, second);
+	t_trace_bytes(dst, 2 * SLOT);
 }
 
 /* Two receives with one context, directed first or not; one cancelled. */
@@ -560,6 +602,7 @@ static void kept_share_cancel(struct kept *k, bool directed_first)
 	struct fi_context2 y;
 	int got;
 
+	t_name(&y, "y");
 	poison(0);
 	poison(1);
 	kept_recv(k, 0, directed_first, &y);
@@ -569,9 +612,10 @@ static void kept_share_cancel(struct kept *k, bool directed_first)
 	t_assert(poisoned(!got), "%s: the cancelled receive was written",
 		 what);
 	t_assert(t_quiet(k->r.cq, 50), "%s: a completion more", what);
-	printf("digest: kept: posted %s first, the %s one cancelled\n",
-	       directed_first ? "directed" : "any-source",
-	       (got == 0) == directed_first ? "any-source" : "directed");
+	t_trace_bytes(dst, 2 * SLOT);
+	t_trace("kept: posted %s first, the %s one cancelled",
+		directed_first ? "directed" : "any-source",
+		(got == 0) == directed_first ? "any-source" : "directed");
 }
 
 static void kept(void)
@@ -581,18 +625,16 @@ static void kept(void)
 	struct kept k;
 
 	if (!shared_ok) {
-		printf("digest: kept: not legal here (FI_CONTEXT mode)\n");
+		t_trace("kept: not legal here (FI_CONTEXT mode)");
 		return;
 	}
-	if (t_host && FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
-	    strcmp(t_prov, "udp;ofi_rxd")) {
-		printf("digest: kept: not compared, %s alone crashes\n",
-		       t_prov);
+	if (FI_MAJOR(fi_version()) >= 2 && strcmp(t_prov, "sockets") &&
+	    strcmp(t_prov, "udp;ofi_rxd") &&
+	    t_no_oracle("kept: not compared, %s alone crashes", t_prov))
 		return;
-	}
 	if (t_open_hints(&k.f, hints(FI_MSG | FI_DIRECTED_RECV)) ==
 	    -FI_ENODATA) {
-		printf("digest: kept: no FI_DIRECTED_RECV here\n");
+		t_trace("kept: no FI_DIRECTED_RECV here");
 		return;
 	}
 	t_ep_open(&k.s, &k.f, NULL);
@@ -603,15 +645,17 @@ static void kept(void)
 	t_reg(&k.f, dst, NSLOT * SLOT, FI_RECV, 7, &k.dst);
 	kept_fill(&k, true);
 	kept_fill(&k, false);
-	printf("digest: kept: one context, messages in posting order\n");
+	t_trace("kept: one context, messages in posting order");
 	kept_share_cancel(&k, true);
 	kept_share_cancel(&k, false);
+	t_name(&w, "w");
 	poison(0);
 	kept_recv(&k, 0, true, &w);
 	kept_cancel(&k, &w, what);
 	t_assert(t_quiet(k.r.cq, 50), "%s: a completion more", what);
 	t_assert(poisoned(0), "%s: the cancelled receive was written", what);
-	printf("digest: kept: a directed receive cancelled\n");
+	t_trace_bytes(dst, SLOT);
+	t_trace("kept: a directed receive cancelled");
 	t_fi(fi_close(&k.src.mr->fid));
 	t_fi(fi_close(&k.dst.mr->fid));
 	t_ep_close(&k.s);
@@ -641,10 +685,11 @@ static void order(void)
 	ssize_t ret;
 
 	if (big > SLOT / 2) {
-		printf("digest: order: inject_size %zu, no inject over it "
-		       "here\n", big - 1);
+		t_trace("order: inject_size %zu, no inject over it "
+			"here", big - 1);
 		return;
 	}
+	names(3, &r1, "r1", &r2, "r2", &s, "s");
 	memset(hdst, 0xa5, SLOT);
 	t_fill(hsrc, big, 41);
 	t_fill(scratch, small, 42);
@@ -655,9 +700,9 @@ static void order(void)
 		(void) fi_cq_read(ep[A].cq, NULL, 0);
 		(void) fi_cq_read(ep[B].cq, NULL, 0);
 	}
-	if (ret) {
-		printf("digest: order: an inject over inject_size: %s\n",
-		       fi_strerror((int) -ret));
+	if (t_trace_ret("fi_inject", ret)) {
+		t_trace("order: an inject over inject_size: %s",
+			fi_strerror((int) -ret));
 		return;
 	}
 	t_post(ep[A].cq, fi_send(ep[A].ep, src + 3 * SLOT, small, src_mr.desc,
@@ -678,8 +723,9 @@ static void order(void)
 		 "inject's bytes", what);
 	t_assert(t_check(hdst + SLOT / 2, small, 42), "%s: the second "
 		 "receive lacks the send's bytes", what);
-	printf("digest: order: the inject in the first receive, the send in "
-	       "the second\n");
+	t_trace_bytes(hdst, SLOT);
+	t_trace("order: the inject in the first receive, the send in "
+		"the second");
 	t_ok("%s: matched in send order", what);
 }
 
@@ -689,10 +735,12 @@ static void open_all(void)
 		t_skip("provider %s is not available here with FI_MSG and "
 		       "FI_ORDER_SAS", t_prov);
 	shared_ok = !(fab.info->mode & (FI_CONTEXT | FI_CONTEXT2));
-	for (int e = 0; e < NEP; e++)
+	for (int e = 0; e < NEP; e++) {
 		t_ep_open(&ep[e], &fab, &(struct t_opts) {
 			.cq_format = e >= C ? FI_CQ_FORMAT_CONTEXT :
 					      FI_CQ_FORMAT_TAGGED });
+		t_name(ep[e].cq, "%c", 'a' + e);
+	}
 	for (int from = 0; from < NEP; from++)
 		for (int to = 0; to < NEP; to++)
 			addr[from][to] = t_insert(&ep[from], ep[to].name);
@@ -702,6 +750,10 @@ static void open_all(void)
 	t_reg(&fab, dst, NSLOT * SLOT, FI_RECV, 2, &dst_mr);
 	t_reg(&fab, hsrc, SLOT, FI_SEND, 3, &hsrc_mr);
 	t_reg(&fab, hdst, SLOT, FI_RECV, 4, &hdst_mr);
+	t_name_buf(src, NSLOT * SLOT, "src");
+	t_name_buf(dst, NSLOT * SLOT, "dst");
+	t_name_buf(hsrc, SLOT, "hsrc");
+	t_name_buf(hdst, SLOT, "hdst");
 }
 
 static void close_all(void)
@@ -739,6 +791,7 @@ int main(int argc, char **argv)
 			t_host = true;
 	if (!t_host)
 		t_cuda_init();
+	t_trace_on(true);
 	open_all();
 	T_RUN_CASES(cases);
 	t_cases_done();

@@ -178,9 +178,13 @@ double t_now(void);
 double t_wait_s(void);
 
 /* Wait for the next completion: 0 and *ent, 1 and *err for an error
- * entry, -FI_EAGAIN after HMEMLOOP_TEST_WAIT seconds (default 10). */
+ * entry, -FI_EAGAIN after HMEMLOOP_TEST_WAIT seconds (default 10). Each
+ * of the helpers below traces what it read (t_trace_on). */
 int t_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
 	   struct fi_cq_err_entry *err);
+/* As t_wait, with fi_cq_readfrom: a success entry's source in *src. */
+int t_wait_from(struct fid_cq *cq, struct fi_cq_tagged_entry *ent,
+		struct fi_cq_err_entry *err, fi_addr_t *src);
 /* Also drive this CQ's progress while waiting on others (t_ep_open does
  * it for each endpoint's CQ: providers with manual progress need the
  * target's CQ read for data to land). */
@@ -235,6 +239,56 @@ enum t_outcome {
 };
 
 const char *t_outcome_name(int o);
+
+/* ---- traces (trace.c): what the harness's kind diff compares ----
+ *
+ * With tracing on, a program prints a "trace: " line for each event it
+ * observes: each CQ entry t_wait, t_wait_from, t_expect and t_quiet read
+ * (or "none"), each return t_fi and t_post check (the last, after
+ * -FI_EAGAIN), and what it traces itself. The lines must be the same in
+ * two runs that behave the same, so pointers are shown by the names given
+ * them: contexts, CQs and counters with t_name, arrays of contexts with
+ * t_name_array (NAME[I]), buffers with t_name_buf (NAME+OFFSET). An
+ * endpoint t_ep_open makes names its CQ "epN" and its own counters
+ * "epN.cntrI", N counting the endpoints opened. What is named during a
+ * case is forgotten when it ends; an unnamed pointer shows as "unnamed".
+ * Tracing is for a program whose threads do not read CQs while it is on.
+ */
+void t_trace_on(bool on);
+/* No lines between t_trace_pause(true) and (false), which nest: a part of
+ * a case whose events are not the same in each run (a case's end ends its
+ * pauses). */
+void t_trace_pause(bool pause);
+/* Whether lines go out now. */
+bool t_tracing(void);
+void t_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Only p's address is kept: the object need not be set yet. */
+void t_name(const void *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), access(none, 1)));
+void t_name_array(const void *base, size_t n, size_t size, const char *fmt,
+		  ...) __attribute__((format(printf, 4, 5)));
+void t_name_buf(const void *base, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void t_unname(const void *p);
+/* "what = ret (error)"; returns ret. */
+long t_trace_ret(const char *what, long ret);
+/* A CQ entry (ent, or an error err), its source where src is given. */
+void t_trace_cqe(struct fid_cq *cq, const struct fi_cq_tagged_entry *ent,
+		 const struct fi_cq_err_entry *err, const fi_addr_t *src);
+void t_trace_none(struct fid_cq *cq);
+/* A counter's value and error count. */
+void t_trace_cntr(struct fid_cntr *c);
+/* The CRC of n bytes at p, in a named buffer (device memory read back). */
+void t_trace_bytes(const void *p, size_t n);
+/* A case the provider alone cannot be the oracle of (it crashes, or has no
+ * bound to compare with): traces why, in every run alike; then true on
+ * host memory, where the case should return, and on device memory false,
+ * the case running on, its assertions checked, untraced until it ends. */
+bool t_no_oracle(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For the fixture: t_ep_open's names, and a case's start and end (cases.c). */
+void t_name_ep(struct t_ep *e, enum fi_cq_format format);
+void t_trace_case(const char *name);
+void t_trace_case_end(void);
 
 /* Byte patterns: fill with a seed, or check every byte against one. */
 void t_fill(void *buf, size_t n, unsigned seed);

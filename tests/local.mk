@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Test programs, the harness and its list. tests/TESTS says how each runs.
 check_LTLIBRARIES += tests/libhmltest.la
-tests_libhmltest_la_SOURCES = tests/common.c tests/cases.c tests/hmltest.h
+tests_libhmltest_la_SOURCES = tests/common.c tests/progress.c tests/trace.c \
+	tests/cases.c tests/hmltest.h
 LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
@@ -42,12 +43,12 @@ tests_libtables_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
 tests_libtables_la_LIBADD = $(LDADD)
 
 EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/enable-tables \
-	tests/config tests/closeorder-clean tests/exact-host tests/check \
-	tests/settings tests/man tests/bounds-host tests/layering tests/stats \
+	tests/config tests/closeorder-clean tests/check \
+	tests/settings tests/man tests/layering tests/stats \
 	tests/shm-clean
 
-check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) contrib/hmemloop \
-		$(lib_LTLIBRARIES)
+check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) $(check_SCRIPTS) \
+		contrib/hmemloop $(lib_LTLIBRARIES)
 	@HML_BUILDDIR=$(abs_builddir) HML_SRCDIR=$(abs_srcdir) \
 		$(SHELL) $(srcdir)/tests/harness
 
