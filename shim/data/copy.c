@@ -10,16 +10,13 @@
 
 #include <rdma/fi_errno.h>
 
-#include "hml_cudadrv.h"
 #include "hml_kernel.h"
 #include "hml_log.h"
+#include "hml_stream.h"
 
 /*
- * Each thread copies on streams of its own, one per context, which never
- * wait for the application's work (CU_STREAM_NON_BLOCKING) nor for other
- * threads' copies. A stream is counted: its thread holds it until it
- * exits, and each operation in flight on it (hml_ticket) until it is
- * seen done, by whichever thread looks; the last one destroys it.
+ * Each thread copies on streams of its own (stream.c): each operation in
+ * flight on one holds it (its ticket).
  *
  * Every MARK_EVERY copies the thread records an event on the stream (a
  * mark), so that the copies before it can be seen landed while later ones
@@ -38,156 +35,14 @@
  * kernel may make goes to it instead (kernel.c), unless it is one copy to
  * or from the host: a launch costs the GPU more than the engines' copy
  * there (3.4 µs against 2.5 on an H200).
- *
- * A stream is known by its context's ID, not its handle: a reset of the
- * device destroys the primary context's streams but keeps its handle, and
- * the driver crashes on a stream it destroyed (an H200, driver 580). The
- * context, retained again, has a new ID.
  */
-#define STREAMS 8
-#define MARKS 8
 #define MARK_EVERY 16
-#define BATCH HML_KERNEL_BATCH
-
-struct hml_fail {
-	struct hml_fail *next;
-	uint64_t seq;
-	int err;
-};
-
-struct hml_stream {
-	CUstream stream;
-	CUcontext ctx;
-	unsigned long long id;
-	int refs;			/* atomic */
-	uint64_t posted;		/* atomic: copies queued, by number */
-	uint64_t done;			/* atomic: those known to have landed */
-	CUevent ev[MARKS];		/* made by the thread, as needed */
-	uint64_t mark[MARKS];		/* atomic: the copy ev follows, or 0 */
-	pthread_mutex_t lock;		/* the batch, the marks, the failures */
-	uint64_t sent;			/* atomic: copies wholly queued */
-	int nb;				/* atomic: copies in the batch */
-	int nk;				/* those the kernel may make */
-	int nh;				/* of those, to or from the host */
-	CUdeviceptr dst[BATCH], src[BATCH];
-	size_t len[BATCH];
-	uint64_t seq[BATCH];		/* whose pieces they are */
-	struct hml_fail *fails;		/* copies failed, until asked */
-	int nfails;			/* atomic */
-	uint64_t lost;			/* atomic: copies to this one failed
-					 * where no memory was left to tell
-					 * which */
-};
-
-struct streams {
-	unsigned long long id[STREAMS];	/* 0: a free slot */
-	struct hml_stream *s[STREAMS];
-};
-
-static __thread struct streams streams;
-static pthread_key_t streams_key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-
-/* The child of a fork() is a new process: the parent's streams are not
- * its own. */
-static void forked(void)
-{
-	memset(&streams, 0, sizeof(streams));
-}
-
-__attribute__((constructor)) static void copy_init(void)
-{
-	pthread_atfork(NULL, NULL, forked);
-}
-
-/* Is the stream's context what it was? Its stream is not, otherwise. */
-static bool live(const struct hml_stream *s)
-{
-	unsigned long long id;
-
-	return !hml_cu.ctx_get_id(s->ctx, &id) && id == s->id;
-}
 
 /* What a stream whose context is not live answers: its copies went with
  * the context. */
 static int gone(void)
 {
 	return hml_cuda_failed("cuCtxGetId", CUDA_ERROR_CONTEXT_IS_DESTROYED);
-}
-
-static void stream_put(struct hml_stream *s)
-{
-	struct hml_fail *f;
-
-	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL))
-		return;
-	while ((f = s->fails)) {
-		s->fails = f->next;
-		free(f);
-	}
-	pthread_mutex_destroy(&s->lock);
-	/* Work still queued finishes; the driver frees the stream then. */
-	if (live(s)) {
-		for (int i = 0; i < MARKS; i++)
-			if (s->ev[i])
-				hml_cu.event_destroy(s->ev[i]);
-		hml_cu.stream_destroy(s->stream);
-	}
-	free(s);
-}
-
-static void destroy_streams(void *arg)
-{
-	struct streams *t = arg;
-
-	for (int i = 0; i < STREAMS && t->id[i]; i++)
-		stream_put(t->s[i]);
-}
-
-static void make_key(void)
-{
-	pthread_key_create(&streams_key, destroy_streams);
-}
-
-/* This thread's stream in the current context ctx, whose ID is id. */
-static CUresult stream_for(CUcontext ctx, unsigned long long id,
-			   struct hml_stream **stream)
-{
-	struct streams *t = &streams;
-	struct hml_stream *s;
-	CUresult r;
-	int i;
-
-	for (i = 0; i < STREAMS && t->id[i]; i++)
-		if (t->id[i] == id) {
-			*stream = t->s[i];
-			return CUDA_SUCCESS;
-		}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = hml_cu.stream_create(&s->stream, CU_STREAM_NON_BLOCKING);
-	if (r) {
-		free(s);
-		return r;
-	}
-	if (i == STREAMS) {
-		/* More contexts than slots: the oldest goes. */
-		stream_put(t->s[0]);
-		memmove(&t->id[0], &t->id[1], sizeof(t->id[0]) * (STREAMS - 1));
-		memmove(&t->s[0], &t->s[1], sizeof(t->s[0]) * (STREAMS - 1));
-		i = STREAMS - 1;
-	}
-	pthread_once(&key_once, make_key);
-	pthread_setspecific(streams_key, t);
-	pthread_mutex_init(&s->lock, NULL);
-	s->ctx = ctx;
-	s->id = id;
-	s->refs = 1;
-	t->id[i] = id;
-	t->s[i] = s;
-	*stream = s;
-	return CUDA_SUCCESS;
 }
 
 /* Has s copies not known to have landed, or a batch? A copy to an idle
@@ -213,7 +68,7 @@ int hml_copy_begin(struct hml_copy *c, const struct hml_mem *where,
 	c->err = hml_cuda_enter(where, &ctx, &c->pushed, &id);
 	if (c->err)
 		return c->err;
-	r = stream_for(ctx, id, &c->s);
+	r = hml_stream_for(ctx, id, &c->s);
 	if (r) {
 		c->s = NULL;
 		return c->err = hml_cuda_failed("cuStreamCreate", r);
@@ -239,7 +94,7 @@ static void raise_to(uint64_t *v, uint64_t to)
  * the driver will not (the stream is asked instead). s is locked. */
 static void mark(struct hml_stream *s, uint64_t seq)
 {
-	int i = seq / MARK_EVERY % MARKS;
+	int i = seq / MARK_EVERY % HML_MARKS;
 	uint64_t old = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
 
 	if (old >= seq || old > __atomic_load_n(&s->done, __ATOMIC_ACQUIRE))
@@ -395,7 +250,7 @@ static void add(struct hml_stream *s, CUdeviceptr dst, CUdeviceptr src,
 	int i;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->nb == BATCH || clash(s, dst, src, n))
+	if (s->nb == HML_BATCH || clash(s, dst, src, n))
 		send_locked(s);
 	i = s->nb;
 	s->dst[i] = dst;
@@ -443,7 +298,7 @@ static int drain(struct hml_stream *s)
 	uint64_t upto = __atomic_load_n(&s->posted, __ATOMIC_ACQUIRE);
 	CUresult r;
 
-	if (!live(s))
+	if (!hml_stream_live(s))
 		return gone();
 	if (__atomic_load_n(&s->nb, __ATOMIC_ACQUIRE))
 		send(s);
@@ -502,7 +357,7 @@ static int mark_after(struct hml_stream *s, uint64_t seq, uint64_t *at)
 {
 	int best = -1;
 
-	for (int i = 0; i < MARKS; i++) {
+	for (int i = 0; i < HML_MARKS; i++) {
 		uint64_t m = __atomic_load_n(&s->mark[i], __ATOMIC_ACQUIRE);
 
 		if (m >= seq && (best < 0 || m < *at)) {
@@ -526,7 +381,7 @@ int hml_ticket_poll(struct hml_ticket *t)
 
 	if (over(t))
 		goto known;
-	if (!live(s))
+	if (!hml_stream_live(s))
 		return gone();
 	if (__atomic_load_n(&s->sent, __ATOMIC_ACQUIRE) < t->seq)
 		send(s);
@@ -555,7 +410,7 @@ int hml_ticket_wait(struct hml_ticket *t)
 void hml_ticket_put(struct hml_ticket *t)
 {
 	if (t->s)
-		stream_put(t->s);
+		hml_stream_put(t->s);
 	t->s = NULL;
 }
 
