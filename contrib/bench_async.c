@@ -38,6 +38,8 @@ struct worker {
 
 static struct worker wk[2];
 static bool running;
+/* The workers' HMEMLOOP_STATS files, where the run set none itself. */
+static char stats_dir[64];
 
 static const char *const setting[2] = {
 	"HMEMLOOP_ASYNC=0", "HMEMLOOP_ASYNC=1",
@@ -106,7 +108,7 @@ static double point_timeout(void)
 
 void b_workers_start(struct b_results *r)
 {
-	char sizes[64], window[16], iters[32], max_time[32];
+	char sizes[64], window[16], iters[32], max_time[32], path[96];
 	char *argv[] = {
 		NULL, "--rate-worker", NULL, "-p", (char *) b_opt.prov,
 		"--sizes", sizes, "--window", window, "--iters", iters,
@@ -126,12 +128,22 @@ void b_workers_start(struct b_results *r)
 		argv[extra++] = "--cross";
 	if (b_opt.hmem)
 		argv[extra++] = "--hmem";
+	/* What their sends found: each writes its counts as it exits. */
+	strcpy(stats_dir, "/tmp/hmemloop-bench.XXXXXX");
+	if (getenv("HMEMLOOP_STATS") || !mkdtemp(stats_dir)) {
+		stats_dir[0] = '\0';
+	} else {
+		snprintf(path, sizeof(path), "%s/w.%%p.json", stats_dir);
+		setenv("HMEMLOOP_STATS", path, 1);
+	}
 	/* A worker that died is a note, not the end of the run. */
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 0; i < 2; i++) {
 		argv[2] = i ? "1" : "0";
 		wk[i].pid = b_spawn(argv, setting[i], &wk[i].fd);
 	}
+	if (stats_dir[0])
+		unsetenv("HMEMLOOP_STATS");
 	/* Both up before anything is timed. */
 	for (int i = 0; i < 2; i++) {
 		struct worker *w = &wk[i];
@@ -146,7 +158,42 @@ void b_workers_start(struct b_results *r)
 	r->workers = true;
 }
 
-void b_workers_stop(void)
+/* The number after "key": in a worker's JSON, added to *sum; -1 where a
+ * file or key is missing. */
+static void count(const char *json, const char *key, long long *sum)
+{
+	const char *at = strstr(json, key);
+
+	if (!at || *sum < 0)
+		*sum = -1;
+	else
+		*sum += strtoll(at + strlen(key), NULL, 10);
+}
+
+static void read_stats(struct b_results *r)
+{
+	r->held = r->taken_back = stats_dir[0] ? 0 : -1;
+	for (int i = 0; i < 2 && stats_dir[0]; i++) {
+		char json[4096] = "", path[96];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/w.%d.json", stats_dir,
+			 (int) wk[i].pid);
+		f = fopen(path, "r");
+
+		if (f) {
+			json[fread(json, 1, sizeof(json) - 1, f)] = '\0';
+			fclose(f);
+			unlink(path);
+		}
+		count(json, "\"held\": ", &r->held);
+		count(json, "\"taken_back\": ", &r->taken_back);
+	}
+	if (stats_dir[0])
+		rmdir(stats_dir);
+}
+
+void b_workers_stop(struct b_results *r)
 {
 	if (!running)
 		return;
@@ -156,6 +203,7 @@ void b_workers_stop(void)
 			b_ended(wk[i].pid, false);
 		}
 	running = false;
+	read_stats(r);
 }
 
 int b_env_async(void)

@@ -166,6 +166,9 @@ struct b_results {
 	char why[NMETHODS][320];	/* unavailable: why */
 	struct b_point p[B_MAX_DIRS][NMETHODS][B_MAX_SIZES];
 	bool workers;			/* the HMEMLOOP_ASYNC workers ran */
+	/* Their sends: that found a held receive, that took one back from
+	 * the provider (HMEMLOOP_STATS); -1 where unknown. */
+	long long held, taken_back;
 	struct b_mix mix[2][B_MAX_SIZES];	/* --mixed, by HMEMLOOP_ASYNC */
 };
 
@@ -183,7 +186,8 @@ void b_workers_start(struct b_results *r);
 void b_workers_rate(struct b_results *r, int d, int m, int s);
 /* --mixed at every size under both settings (it needs the workers). */
 void b_workers_mixed(struct b_results *r);
-void b_workers_stop(void);
+/* End them; their HMEMLOOP_STATS counts into r. */
+void b_workers_stop(struct b_results *r);
 /* Which worker's rate the plain rate columns show: the environment's
  * HMEMLOOP_ASYNC's (hmemloop's default is 1). */
 int b_env_async(void);

@@ -476,6 +476,14 @@ void b_report_tables(const struct b_results *r)
 	}
 	if (b_opt.mixed)
 		mixed_table(r);
+	if (r->workers && r->held >= 0)
+		printf("Sends of the rate workers: %lld found a held receive, "
+		       "%lld took one back from the provider.\n", r->held,
+		       r->taken_back);
+	else if (r->workers)
+		printf("Sends of the rate workers: held and taken-back receives "
+		       "not counted (HMEMLOOP_STATS set by the run, or a worker "
+		       "lost).\n");
 }
 
 static const char *status_name(enum b_status s)

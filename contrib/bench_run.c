@@ -434,7 +434,7 @@ int b_device_main(void)
 	measure_all(&c, &r);
 	if (b_opt.mixed)
 		b_workers_mixed(&r);
-	b_workers_stop();
+	b_workers_stop(&r);
 	b_report_tables(&r);
 	if (b_opt.csv && b_report_csv(&r, b_opt.csv))
 		return 1;

@@ -18,12 +18,12 @@
  * called back by it for ever. cq.c says where it departs from this.
  *
  * Lock order. Where locks nest, the outer one comes first:
- *   track.c's share_lock > a CQ's pump_lock (filter.c) > a receive
+ *   track.c's share_lock > a CQ's pump lock (filter.c) > a receive
  *   queue's lock (hml_msg.h) > rxq.c's arena lock; a domain's MR map lock
  *   (mrmap.c), taken alone;
  *   an endpoint's in-flight lock (inflight.c) > a stream's lock (copy.c)
  *   > cuda.c's failed_lock;
- *   a CQ's pump_lock > the CQ's lock (cqueue.c), which is never taken
+ *   a CQ's pump lock > the CQ's lock (cqueue.c), which is never taken
  *   under a receive queue's lock;
  *   av.c's list lock > an AV's lock (hml_av.h).
  * The registry's lock (registry.c) and twin.c's lock are taken alone. No provider call is made under a receive queue's lock.
@@ -110,6 +110,7 @@ struct hml_fabric {
 	HML_TABLE(struct fi_ops_fabric) ops;
 	const struct fi_ops_fabric *prov;
 	uint32_t api_version;
+	int neqs;			/* atomic: event queues opened */
 };
 
 void hml_fabric_wrap(struct fid_fabric *fabric);
@@ -144,6 +145,14 @@ struct hml_domain {
 					 * did not ask for (hmem.c) */
 	struct hml_twin twin;		/* then its entry's twin */
 	struct hml_mrmap mrs;
+
+	/* hold.c: receives kept from the provider while no one can tell */
+	bool hold_ok;			/* its progress and caps allow it */
+	int holds_off;			/* atomic: reasons it may not now */
+	int held;			/* atomic: receives held now */
+	pthread_mutex_t flush_lock;	/* one flush at a time */
+	struct hml_rxq *rxqs;		/* its queues, under flush_lock */
+	struct hml_domain *next_domain;	/* every domain's */
 };
 
 void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
@@ -155,13 +164,15 @@ struct hml_cntr {
 	HML_TABLE(struct fi_ops_cntr) ops;
 	const struct fi_ops_cntr *prov;
 	struct fid_cntr *cntr;
+	struct hml_domain *domain;
 	int events;			/* enum fi_cntr_events */
 	enum fi_wait_obj wait_obj;
 	bool exported;			/* atomic: FI_GETWAIT was asked */
 	unsigned long bumps;		/* atomic: the shim's adds, poll.c */
 };
 
-void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr);
+void hml_cntr_wrap(struct hml_domain *d, struct fid_cntr *cntr,
+		   const struct fi_cntr_attr *attr);
 /* cntradd.c */
 void hml_cntr_bump(struct hml_cntr *c, size_t bytes, bool err);
 bool hml_cntr_watched(const struct hml_cntr *c);
@@ -207,7 +218,7 @@ struct hml_cq {
 
 	/* cqueue.c: hmemloop's entries, oldest at head */
 	pthread_mutex_t lock;
-	pthread_mutex_t pump_lock;	/* filter.c: one pump at a time */
+	bool pumping;			/* filter.c: one pump at a time */
 	bool from;			/* the provider has readfrom */
 	size_t pending;			/* atomic copy of count, read unlocked */
 	struct hml_cqe *ring;

@@ -49,8 +49,9 @@
 	X(stats, "HMEMLOOP_STATS", STRING, "0", "0 1 PATH",		\
 	  "`1`: when the process exits, a summary on stderr of what hmemloop " \
 	  "did: operations done here by kind and direction with bytes, errors " \
-	  "by code, messages staged, receives taken back, operations passed " \
-	  "through by reason (see hmemloop(7)); a path (a value with a " \
+	  "by code, messages staged, receives taken back, receives found " \
+	  "held, operations passed through by reason (see hmemloop(7)); a " \
+	  "path (a value with a " \
 	  "`/`, such as `./stats.json`): the same as JSON in a new file " \
 	  "there, `%p` replaced by the process id, of mode 0600; a file or " \
 	  "symbolic link already there is left as it is")

@@ -55,12 +55,14 @@
  * once: CANCELING -> RECLAIMED, or the record is dropped (completed
  * unseen); APP_CANCELING -> dropped.
  *
- * Lock order: track.c's share_lock, then a CQ's pump_lock (filter.c),
+ * Lock order: track.c's share_lock, then a CQ's pump lock (filter.c),
  * then a queue's lock; a CQ's lock (its hmemloop entries) is never taken
  * under a queue's lock. No provider call is made under a queue's lock.
  */
 #ifndef HML_MSG_H
 #define HML_MSG_H
+
+#include <sched.h>
 
 #include "hml_av.h"
 #include "hml_op.h"
@@ -79,6 +81,7 @@ enum hml_rx_state {
 	HML_RX_APP_CANCELING,		/* the application cancels it */
 	HML_RX_APP_CANCELED,		/* its cancel is the application's */
 	HML_RX_KEPT,			/* never given to the provider */
+	HML_RX_HELD,			/* not given to the provider yet */
 };
 
 /* Buffers a record holds in itself; more are allocated. */
@@ -100,6 +103,7 @@ struct hml_rx {
 	bool silent;			/* FI_COMPLETION added: swallow it */
 	bool in_use;			/* multi-receive the provider fills */
 	bool unclaimable;		/* the provider refused its cancel */
+	bool stay;			/* taken back to go again in place */
 	size_t used;			/* FI_MULTI_RECV: bytes taken */
 	size_t min_multi;
 	size_t count;
@@ -150,6 +154,8 @@ struct hml_rxq {
 	struct hml_rx *orphans;		/* taken back, sender gone */
 	struct hml_cq *cqs[HML_CQ_RXQS];/* where its completions appear */
 	int ncqs;
+	size_t nheld;			/* hold.c: records HELD */
+	struct hml_rxq *next_in_domain;	/* hold.c: its owner's domain's */
 };
 
 /* Where an endpoint's receives are posted: on itself, or on the shared
@@ -205,6 +211,32 @@ bool hml_rx_multi_left(const struct hml_rx *r);
 ssize_t hml_rx_prov(struct hml_ep *o, struct fid_ep *fid,
 		    const struct fi_msg_tagged *m, uint64_t flags, int tagged);
 ssize_t hml_rx_post(struct hml_rxq *q, struct hml_rx *r);
+ssize_t hml_rx_submit(struct hml_rxq *q, struct hml_rx *r);
+
+/* hold.c: receives kept from the provider while no one can tell */
+
+/* Capabilities whose calls hmemloop does not wrap: a domain opened with
+ * them, or with an endpoint opened with them, holds no receive. */
+#define HML_HOLD_NEVER (FI_ATOMIC | FI_COLLECTIVE)
+
+void hml_hold_domain(struct hml_domain *d, const struct fi_info *info);
+void hml_hold_caps(struct hml_domain *d, uint64_t caps);
+void hml_hold_domain_fini(struct hml_domain *d);
+bool hml_hold_may(const struct hml_rxq *q, uint64_t flags);
+void hml_hold(struct hml_rxq *q, struct hml_rx *r);
+void hml_hold_taken(struct hml_rxq *q, struct hml_rx *r);
+void hml_hold_flush_all(struct hml_domain *d);
+void hml_hold_flush_every(void);
+void hml_hold_off(struct hml_domain *d, int delta);
+void hml_hold_queue(struct hml_rxq *q, bool join);
+
+/* Before a call that may drive the provider's progress on d: what d's
+ * queues hold goes to the provider. A load where nothing is held. */
+static inline void hml_hold_flush(struct hml_domain *d)
+{
+	if (d && __atomic_load_n(&d->held, __ATOMIC_SEQ_CST))
+		hml_hold_flush_all(d);
+}
 
 /* rxq.c: messages staged until a receive comes */
 struct hml_unexp *hml_rx_stage(struct hml_ep *t, const struct hml_side *src,
@@ -222,6 +254,23 @@ bool hml_rx_take_waiting(struct hml_rxq *q, struct hml_rx *r);
 void hml_rx_repost(struct hml_rxq *q, struct hml_rx *r);
 
 /* filter.c: the provider's entries through the records */
+
+/* One reader of a CQ's provider entries at a time, so that a record's
+ * entries are seen in the provider's order. Held for a provider read and
+ * the records' pass over what it returned, a short while: a waiter
+ * yields. A flag, not a mutex: every read of a CQ that records filter
+ * takes it. */
+static inline void hml_pump_lock(struct hml_cq *c)
+{
+	while (__atomic_exchange_n(&c->pumping, true, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static inline void hml_pump_unlock(struct hml_cq *c)
+{
+	__atomic_store_n(&c->pumping, false, __ATOMIC_RELEASE);
+}
+
 void hml_rx_pump(struct hml_cq *cq);
 ssize_t hml_rx_filter(struct hml_cq *cq, void *buf, ssize_t n,
 		      fi_addr_t *src);
@@ -241,6 +290,7 @@ enum hml_take {
 
 enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 			     struct hml_ep *t);
+void hml_rx_requeue(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t);
 
 /* match.c: a same-process message to q's owner, op's, whose initiator's
  * buffers are src; hold: stage it even where the provider may hold its

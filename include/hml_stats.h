@@ -30,7 +30,7 @@ struct hml_stats {
 	uint64_t ops[HML_KINDS][HML_STAT_DIRS];	/* enum hml_kind */
 	uint64_t bytes[HML_KINDS][HML_STAT_DIRS];
 	uint64_t errors[HML_STAT_ERRS];
-	uint64_t staged, taken_back;
+	uint64_t staged, taken_back, held;
 	uint64_t passed[HML_REASONS];	/* the provider's, by reason */
 	struct hml_stats *next;		/* the blocks of live threads */
 };

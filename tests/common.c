@@ -97,6 +97,8 @@ static struct fi_info *hints_for(const struct t_opts *o)
 		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->domain_attr->threading = o && o->threading ? o->threading :
 				    FI_THREAD_SAFE;
+	if (o && o->progress)
+		h->domain_attr->data_progress = o->progress;
 	h->fabric_attr->prov_name = strdup(t_prov);
 	if (o) {
 		h->tx_attr->op_flags = o->tx_op_flags;

@@ -58,6 +58,7 @@ struct t_opts {
 	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
 	enum fi_threading threading;
+	enum fi_progress progress;	/* data progress, default the provider's */
 	uint64_t msg_order;		/* transmit and receive, default none */
 	/* The endpoint t_ep_open makes: its CQ, */
 	enum fi_wait_obj cq_wait;	/* default FI_WAIT_NONE */

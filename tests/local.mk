@@ -10,7 +10,8 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/wait tests/stress tests/regressions tests/idle tests/early \
 	tests/overflow tests/fork tests/dlsym tests/reset tests/hmem \
 	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
-	tests/statsrun tests/async tests/inflight tests/order tests/names tests/peek
+	tests/statsrun tests/async tests/inflight tests/order tests/names tests/peek \
+	tests/held
 tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \
@@ -30,6 +31,7 @@ tests_inflight_SOURCES = tests/inflight.c tests/inflight_close.c \
 	tests/async_fx.c tests/async.h
 tests_inflight_LDADD = $(LDADD) -lpthread
 tests_stress_LDADD = $(LDADD) -lpthread
+tests_held_LDADD = $(LDADD) -lpthread
 tests_tables_SOURCES = tests/tables_main.c tests/tables.c
 tests_dlopen_LDADD = $(LIBS)
 tests_dlsym_LDADD = $(LIBS)
@@ -45,7 +47,7 @@ tests_libtables_la_LIBADD = $(LDADD)
 EXTRA_DIST += tests/README.md tests/harness tests/TESTS tests/pingpong tests/enable-tables \
 	tests/config tests/closeorder-clean tests/check \
 	tests/settings tests/man tests/layering tests/stats \
-	tests/shm-clean
+	tests/shm-clean tests/holdoff
 
 check-local: $(check_PROGRAMS) $(check_LTLIBRARIES) $(check_SCRIPTS) \
 		contrib/hmemloop $(lib_LTLIBRARIES)

@@ -11,17 +11,18 @@
  *   fi_write a to b, device to device, to a key no region has (FI_EINVAL)
  *   fi_write c to b, host to host (passed: CUDA forbidden)
  *   fi_send a to b, device to device, 1000 bytes, to a receive posted
- *     first (taken back)
+ *     first (held where the data progress is manual, else taken back)
  *   fi_tsend a to b, host, 500 bytes, before any receive (staged), then
  *     fi_trecv on b into device memory
- *   fi_send a to b, host to host, 50 bytes, to a posted receive (taken
- *     back)
- *   fi_send a to b, device, 20 bytes, to a posted receive of 10 (taken
- *     back, FI_ETRUNC)
+ *   fi_send a to b, host to host, 50 bytes, to a posted receive (held
+ *     or taken back)
+ *   fi_send a to b, device, 20 bytes, to a posted receive of 10 (held or
+ *     taken back, FI_ETRUNC)
  *   with -r NAME: fi_send a to the endpoint NAME (hex) of another process,
  *     host memory, 8 bytes (passed: not this process)
  * then everything closed, and a fork whose child exits at once: its report
- * must be its own, empty. Printed: the process id, and the number of
+ * must be its own, empty. Printed: the process id, the data progress
+ * granted ("manual" or "auto"), and the number of
  * calls each passed operation took (each -FI_EAGAIN of the provider's is
  * a call passed).
  * With -s: the other process, which prints its address in hex and takes
@@ -211,6 +212,8 @@ int main(int argc, char **argv)
 	dev1 = t_dev_alloc(LEN);
 	dev2 = t_dev_alloc(LEN);
 	t_open(&f, NULL);
+	printf("progress: %s\n", f.info->domain_attr->data_progress ==
+	       FI_PROGRESS_MANUAL ? "manual" : "auto");
 	t_ep_open(&a, &f, NULL);
 	t_ep_open(&b, &f, NULL);
 	t_ep_open(&c, &f, NULL);

@@ -61,7 +61,8 @@ static bool filter_one(struct hml_rxq *q, struct hml_rx *r, struct hml_cqe *e)
 
 	e->op_context = r->context;
 	if (e->err == FI_ECANCELED && r->state == HML_RX_CANCELING) {
-		hml_rx_unlink(q, r);
+		if (!r->stay || r->abandoned)
+			hml_rx_unlink(q, r);
 		r->state = HML_RX_RECLAIMED;
 		if (r->abandoned) {
 			r->next = q->orphans;
@@ -157,7 +158,7 @@ static bool read_err(struct hml_cq *c, struct hml_cqe *e)
 }
 
 /* Move what the provider has completed into the CQ's queue, past the
- * receive records. Under pump_lock, so that entries keep their order. */
+ * receive records. Under the pump lock, so that entries keep their order. */
 void hml_rx_pump(struct hml_cq *c)
 {
 	char buf[PUMP_BATCH * sizeof(struct fi_cq_tagged_entry)];
@@ -166,7 +167,7 @@ void hml_rx_pump(struct hml_cq *c)
 	size_t max;
 	ssize_t n;
 
-	pthread_mutex_lock(&c->pump_lock);
+	hml_pump_lock(c);
 	/* No more than the CQ's size waits in hmemloop. */
 	max = hml_cq_room(c) < PUMP_BATCH ? hml_cq_room(c) : PUMP_BATCH;
 	n = !max ? -FI_EAGAIN :
@@ -188,7 +189,7 @@ void hml_rx_pump(struct hml_cq *c)
 		else
 			free(e.err_data);
 	}
-	pthread_mutex_unlock(&c->pump_lock);
+	hml_pump_unlock(c);
 	orphans(c);
 }
 
@@ -230,7 +231,7 @@ bool hml_rx_watch(struct hml_cq *c, struct hml_rxq *q)
 	bool ok = true;
 	int i;
 
-	pthread_mutex_lock(&c->pump_lock);
+	hml_pump_lock(c);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < c->nrxqs && c->rxqs[i] != q; i++)
 		;
@@ -245,14 +246,14 @@ bool hml_rx_watch(struct hml_cq *c, struct hml_rxq *q)
 	__atomic_store_n(&c->nrxqs, c->nrxqs + 1, __ATOMIC_RELEASE);
 out:
 	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&c->pump_lock);
+	hml_pump_unlock(c);
 	return ok;
 }
 
 /* One of the two is closing: neither lists the other any more. */
 void hml_rx_unwatch(struct hml_cq *c, struct hml_rxq *q)
 {
-	pthread_mutex_lock(&c->pump_lock);
+	hml_pump_lock(c);
 	pthread_mutex_lock(&q->lock);
 	for (int i = 0; i < c->nrxqs; i++) {
 		if (c->rxqs[i] == q) {
@@ -269,5 +270,5 @@ void hml_rx_unwatch(struct hml_cq *c, struct hml_rxq *q)
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
-	pthread_mutex_unlock(&c->pump_lock);
+	hml_pump_unlock(c);
 }

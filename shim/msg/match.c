@@ -24,7 +24,8 @@ static struct hml_rx *first_match(struct hml_rxq *q, int tagged,
 	*busy = false;
 	for (struct hml_rx *r = head->next; r != head; r = r->next) {
 		if ((r->state != HML_RX_POSTING && r->state != HML_RX_POSTED &&
-		     r->state != HML_RX_KEPT) || r->unclaimable)
+		     r->state != HML_RX_KEPT && r->state != HML_RX_HELD) ||
+		    r->unclaimable)
 			continue;
 		if (!hml_rx_matches(q, r, in->src, in->tag))
 			continue;
@@ -66,29 +67,38 @@ void hml_rxq_passed(struct hml_rxq *q, int tagged, const struct hml_msgin *in)
 
 /*
  * Copy the message, from its staged copy u if it has one, into a receive
- * the sender holds, for op; a multi-receive buffer with room left goes
- * back. A staged copy is freed after, so its copy is over first; a
- * multi-receive buffer's release comes after every message it took, so
- * the sender's operations in flight complete first.
+ * the sender holds, for op. A multi-receive buffer stays linked in its
+ * place meanwhile, POSTING, so that other senders wait for it; with room
+ * left it goes back there: kept, or to the provider. A staged copy is
+ * freed after, so its copy is over first; a multi-receive buffer's release
+ * comes after every message it took, so the sender's operations in flight
+ * complete first.
  */
 static int deliver(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t,
 		   const struct hml_side *src, const struct hml_unexp *u,
-		   const struct hml_msgin *in, struct hml_op *op)
+		   const struct hml_msgin *in, struct hml_op *op, bool kept)
 {
+	bool multi = r->flags & FI_MULTI_RECV;
 	int err;
 
-	op->wait = u || (r->flags & FI_MULTI_RECV);
-	if (r->flags & FI_MULTI_RECV)
+	op->wait = u || multi;
+	if (multi)
 		hml_inflight_wait(op->e);
 	err = hml_rx_deliver(t, r, u ? &u->side : src, in, op);
 
-	if ((r->flags & FI_MULTI_RECV) && hml_rx_multi_left(r)) {
-		hml_rx_repost(q, r);
-	} else {
-		pthread_mutex_lock(&q->lock);
-		hml_rx_free(r);
+	pthread_mutex_lock(&q->lock);
+	if (multi && hml_rx_multi_left(r) && !kept) {
 		pthread_mutex_unlock(&q->lock);
+		hml_rx_requeue(q, r, t);
+		return err;
 	}
+	if (multi && hml_rx_multi_left(r)) {
+		r->state = HML_RX_KEPT;
+	} else {
+		hml_rx_unlink(q, r);
+		hml_rx_free(r);
+	}
+	pthread_mutex_unlock(&q->lock);
 	return err;
 }
 
@@ -169,22 +179,39 @@ ssize_t hml_msg_send(struct hml_op *op, struct hml_rxq *q,
 			}
 			continue;
 		}
-		if (r->state == HML_RX_KEPT) {
-			/* Never the provider's: nothing to take back. */
-			hml_rx_unlink(q, r);
+		if (r->state == HML_RX_KEPT || r->state == HML_RX_HELD) {
+			/* Not the provider's: nothing to take back. */
+			bool kept = r->state == HML_RX_KEPT;
+
+			if (!kept) {
+				hml_hold_taken(q, r);
+				HML_STAT(held);
+			} else if (r->flags & FI_MULTI_RECV) {
+				r->state = HML_RX_POSTING;
+			} else {
+				hml_rx_unlink(q, r);
+			}
 			pthread_mutex_unlock(&q->lock);
-			err = deliver(q, r, t, src, u, &in, op);
+			err = deliver(q, r, t, src, u, &in, op, kept);
 			break;
 		}
 		busy = r->in_use;
-		if (!busy)
+		if (!busy) {
 			r->state = HML_RX_CANCELING;
+			/* A multi-receive buffer keeps its place. */
+			r->stay = r->flags & FI_MULTI_RECV;
+		}
 		pthread_mutex_unlock(&q->lock);
 
 		how = busy ? HML_BUSY : hml_rx_reclaim(q, r, t);
 		if (how == HML_WON) {
 			HML_STAT(taken_back);
-			err = deliver(q, r, t, src, u, &in, op);
+			if (r->stay) {
+				pthread_mutex_lock(&q->lock);
+				r->state = HML_RX_POSTING;
+				pthread_mutex_unlock(&q->lock);
+			}
+			err = deliver(q, r, t, src, u, &in, op, false);
 			break;
 		}
 		if (how == HML_BUSY || how == HML_UNSAFE) {

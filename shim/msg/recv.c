@@ -77,15 +77,34 @@ static ssize_t post(struct hml_rxq *q, struct fid_ep *fid,
 		pthread_mutex_unlock(&q->lock);
 		return 0;
 	}
+	if (hml_hold_may(q, r->flags)) {
+		hml_hold(q, r);
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	/* Behind those held before it. */
+	if (q->nheld) {
+		pthread_mutex_unlock(&q->lock);
+		hml_hold_flush(q->owner->domain);
+		pthread_mutex_lock(&q->lock);
+	}
 	return hml_rx_post(q, r);
 }
 
+/* An untracked receive, or one the provider must see now: what the
+ * domain holds goes to the provider first. */
+static struct hml_ep *to_provider(struct hml_ep *o)
+{
+	hml_hold_flush(o->domain);
+	return o;
+}
+
 /* The receive wrappers: for an endpoint that is in no address vector of
- * this process, two loads more than the provider's call. The message is
+ * this process, a few loads more than the provider's call. The message is
  * put in fi_msg_tagged form only for one that is. */
 #define RECV(e, table, fid, flags, tagged, call, ...) ({		\
 	struct hml_rxq *q_ = hml_rxq_of(e);				\
-	!q_ ? untracked(hml_rx_owner(e))->prov_##table->call :		\
+	!q_ ? untracked(to_provider(hml_rx_owner(e)))->prov_##table->call : \
 	      post(q_, fid, &(struct fi_msg_tagged) { __VA_ARGS__ },	\
 		   flags, tagged); })
 
@@ -154,7 +173,8 @@ static ssize_t hml_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 		q = hml_rxq_of(e);
 		if (q && hml_msg_peek(e, q, ep, msg, flags, &ret))
 			return ret;
-		return hml_rx_owner(e)->prov_tagged->recvmsg(ep, msg, flags);
+		return to_provider(hml_rx_owner(e))->prov_tagged->recvmsg(ep,
+								msg, flags);
 	}
 	return RECV(e, tagged, ep, flags, HML_TAGGED, recvmsg(ep, msg, flags),
 		    msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
@@ -187,7 +207,8 @@ static struct hml_rx *app_rx(struct hml_rxq *q, void *context, bool *busy)
 			if (r->context != context ||
 			    (r->state != HML_RX_POSTED &&
 			     r->state != HML_RX_POSTING &&
-			     r->state != HML_RX_KEPT))
+			     r->state != HML_RX_KEPT &&
+			     r->state != HML_RX_HELD))
 				continue;
 			*busy = r->state == HML_RX_POSTING;
 			return r;
@@ -196,14 +217,15 @@ static struct hml_rx *app_rx(struct hml_rxq *q, void *context, bool *busy)
 	return NULL;
 }
 
-/* A kept receive the application cancels, unlinked: completed with
- * FI_ECANCELED as util providers complete one they hold. */
+/* A kept or held receive the application cancels, unlinked: completed
+ * with FI_ECANCELED as util providers complete one they hold. */
 static void cancel_kept(struct hml_rxq *q, struct hml_rx *r,
 			struct hml_cq *cq)
 {
 	struct hml_cqe c = {
 		.op_context = r->context,
-		.flags = FI_MSG | FI_RECV | (r->flags & FI_MULTI_RECV),
+		.flags = (r->tagged ? FI_TAGGED : FI_MSG) | FI_RECV |
+			 (r->flags & FI_MULTI_RECV),
 		.src_addr = FI_ADDR_NOTAVAIL,
 		.err = FI_ECANCELED,
 		.prov_errno = -FI_ECANCELED,
@@ -234,7 +256,7 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 	ssize_t ret;
 
 	if (!q)
-		return e->prov_ops->cancel(fid, context);
+		return to_provider(e)->prov_ops->cancel(fid, context);
 	pthread_mutex_lock(&q->lock);
 	while ((r = app_rx(q, context, &busy)) && busy) {
 		pthread_mutex_unlock(&q->lock);
@@ -243,16 +265,20 @@ ssize_t hml_rx_cancel(fid_t fid, void *context)
 	}
 	if (!r) {
 		pthread_mutex_unlock(&q->lock);
-		return e->prov_ops->cancel(fid, context);
+		return to_provider(e)->prov_ops->cancel(fid, context);
 	}
-	if (r->state == HML_RX_KEPT) {
-		hml_rx_unlink(q, r);
+	if (r->state == HML_RX_KEPT || r->state == HML_RX_HELD) {
+		if (r->state == HML_RX_HELD)
+			hml_hold_taken(q, r);
+		else
+			hml_rx_unlink(q, r);
 		cq = q->ncqs ? q->cqs[0] : NULL;
 		cancel_kept(q, r, cq);
 		return 0;
 	}
 	r->state = HML_RX_APP_CANCELING;
 	pthread_mutex_unlock(&q->lock);
+	hml_hold_flush(e->domain);
 
 	ret = e->prov_ops->cancel(fid, &r->ctx);
 

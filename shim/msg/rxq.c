@@ -226,10 +226,16 @@ static ssize_t post_prov(struct hml_rxq *q, struct hml_rx *r)
  * no sender takes it. */
 ssize_t hml_rx_post(struct hml_rxq *q, struct hml_rx *r)
 {
+	hml_rx_link(q, r);
+	return hml_rx_submit(q, r);
+}
+
+/* The same for a record linked already (a held one keeps its place). */
+ssize_t hml_rx_submit(struct hml_rxq *q, struct hml_rx *r)
+{
 	ssize_t ret;
 
 	r->state = HML_RX_POSTING;
-	hml_rx_link(q, r);
 	pthread_mutex_unlock(&q->lock);
 
 	ret = post_prov(q, r);

@@ -79,6 +79,7 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 		state = r->state;
 		if (state != HML_RX_DONE)
 			r->state = HML_RX_POSTED;
+		r->stay = false;
 		pthread_mutex_unlock(&q->lock);
 		return state == HML_RX_DONE ? HML_LOST : HML_UNSAFE;
 	}
@@ -90,7 +91,8 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 	 * found, it completed unseen, and the record is stale. */
 	if (hml_rxq_unseen(q) && ret != -FI_ENOSYS) {
 		pthread_mutex_lock(&q->lock);
-		hml_rx_unlink(q, r);
+		if (ret || !r->stay)
+			hml_rx_unlink(q, r);
 		r->state = HML_RX_RECLAIMED;
 		pthread_mutex_unlock(&q->lock);
 		if (ret)
@@ -106,6 +108,7 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 			return HML_LOST;
 		}
 		r->state = HML_RX_POSTED;
+		r->stay = false;
 		if (ret == -FI_ENOSYS)
 			__atomic_store_n(&q->no_cancel, true,
 					 __ATOMIC_RELAXED);
@@ -119,7 +122,8 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 		state = r->state;
 		if (state == HML_RX_CANCELING && now() > deadline) {
 			if (srx) {
-				hml_rx_unlink(q, r);
+				if (!r->stay)
+					hml_rx_unlink(q, r);
 				state = r->state = HML_RX_RECLAIMED;
 			} else {
 				r->abandoned = true;
@@ -140,4 +144,58 @@ enum hml_take hml_rx_reclaim(struct hml_rxq *q, struct hml_rx *r,
 		}
 		pump_all(q);
 	}
+}
+
+/* The first record after from in the list of head in state, with stay. */
+static struct hml_rx *after(struct hml_rx *head, struct hml_rx *from,
+			    int state, bool stay)
+{
+	for (struct hml_rx *x = from->next; x != head; x = x->next)
+		if (x->state == state && x->stay == stay && !x->in_use &&
+		    !x->unclaimable)
+			return x;
+	return NULL;
+}
+
+/*
+ * A multi-receive buffer taken back with room left goes back to the
+ * provider in its place, as the provider alone keeps it first: the
+ * receives given to the provider after it are taken back too, then the
+ * buffer and they are given again, in posting order. r is linked and
+ * POSTING (senders wait for it); q is unlocked. A message from elsewhere
+ * that one of those receives took meanwhile went where it would have gone
+ * had the buffer been released.
+ */
+void hml_rx_requeue(struct hml_rxq *q, struct hml_rx *r, struct hml_ep *t)
+{
+	struct hml_rx *head = &q->posted[r->tagged], *x;
+	enum hml_take how;
+
+	pthread_mutex_lock(&q->lock);
+	while ((x = after(head, r, HML_RX_POSTED, false))) {
+		x->state = HML_RX_CANCELING;
+		x->stay = true;
+		pthread_mutex_unlock(&q->lock);
+		how = hml_rx_reclaim(q, x, t);
+		pthread_mutex_lock(&q->lock);
+		if (how == HML_WON) {
+			x->state = HML_RX_POSTING;
+			continue;
+		}
+		if (how == HML_LOST)
+			hml_rx_free(x);
+		/* What cannot come back stays before the buffer. */
+		if (how != HML_LOST)
+			break;
+	}
+	/* The buffer, then those taken back, each in its place. */
+	for (x = r; x; x = after(head, head, HML_RX_POSTING, true)) {
+		x->stay = false;
+		if (hml_rx_submit(q, x))
+			hml_warn("a receive (context %p) taken back from the "
+				 "provider could not be given back: it will not "
+				 "complete", x->context);
+		pthread_mutex_lock(&q->lock);
+	}
+	pthread_mutex_unlock(&q->lock);
 }

@@ -45,6 +45,7 @@ void hml_rx_track(struct hml_ep *t)
 	if (!q && (q = hml_rxq_new(o, t))) {
 		for (struct hml_ep *s = o->sharers; s; s = s->share_next)
 			watch(q, s);
+		hml_hold_queue(q, true);
 		__atomic_store_n(&o->rxq, q, __ATOMIC_RELEASE);
 		hml_info("endpoint %p is in an address vector of this process: "
 			 "receives posted on it from now on are recorded", t->ep);
@@ -112,6 +113,7 @@ void hml_rxq_free(struct hml_rxq *q)
 	pthread_mutex_lock(&q->lock);
 	q->closed = true;
 	pthread_mutex_unlock(&q->lock);
+	hml_hold_queue(q, false);
 	for (int i = 0; i < q->ncqs; i++)
 		hml_rx_pump(q->cqs[i]);
 	while (q->ncqs)

@@ -3,12 +3,17 @@
  * learned from it. */
 #include <stdlib.h>
 
-#include "hml_av.h"
+#include "hml_msg.h"
 #include "hml_log.h"
 
+/* The AV, before its provider is called: the receives its domain holds
+ * go to the provider first (hold.c). */
 static struct hml_av *av_of(struct fid_av *av)
 {
-	return hml_container_of(av->ops, struct hml_av, ops.ops);
+	struct hml_av *a = hml_container_of(av->ops, struct hml_av, ops.ops);
+
+	hml_hold_flush(a->domain);
+	return a;
 }
 
 /* ret of count addresses went in (addr: their bytes, where known). An

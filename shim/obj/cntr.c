@@ -8,25 +8,44 @@
 #include <stdlib.h>
 
 #include "hml_log.h"
-#include "hml_op.h"
+#include "hml_msg.h"
 
+/* The counter, before its provider is called: the receives its domain
+ * holds go to the provider first (hold.c). */
 static struct hml_cntr *cntr_of(struct fid_cntr *cntr)
 {
-	return hml_container_of(cntr->ops, struct hml_cntr, ops.ops);
+	struct hml_cntr *c = hml_container_of(cntr->ops, struct hml_cntr,
+					      ops.ops);
+
+	hml_hold_flush(c->domain);
+	return c;
+}
+
+/* Someone may sleep on the counter without a call (delta 1), or no
+ * longer (-1): what it counts is counted at post, and its domain holds
+ * no receive meanwhile. */
+static void watched(struct hml_cntr *c, int delta)
+{
+	hml_inflight_watch(delta);
+	hml_hold_off(c->domain, delta);
 }
 
 static uint64_t hml_cntr_read(struct fid_cntr *cntr)
 {
+	struct hml_cntr *c = cntr_of(cntr);
+
 	if (hml_inflight_any())
 		hml_inflight_progress();
-	return cntr_of(cntr)->prov->read(cntr);
+	return c->prov->read(cntr);
 }
 
 static uint64_t hml_cntr_readerr(struct fid_cntr *cntr)
 {
+	struct hml_cntr *c = cntr_of(cntr);
+
 	if (hml_inflight_any())
 		hml_inflight_progress();
-	return cntr_of(cntr)->prov->readerr(cntr);
+	return c->prov->readerr(cntr);
 }
 
 /* The copies in flight are waited for, then the provider's wait; while it
@@ -35,11 +54,14 @@ static uint64_t hml_cntr_readerr(struct fid_cntr *cntr)
 static int hml_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
 			 int timeout)
 {
+	struct hml_cntr *c = cntr_of(cntr);
 	int ret;
 
 	hml_inflight_sleep(1);
+	hml_hold_off(c->domain, 1);
 	hml_inflight_drain();
-	ret = cntr_of(cntr)->prov->wait(cntr, threshold, timeout);
+	ret = c->prov->wait(cntr, threshold, timeout);
+	hml_hold_off(c->domain, -1);
 	hml_inflight_sleep(-1);
 	return ret;
 }
@@ -54,7 +76,7 @@ static int hml_cntr_control(struct fid *fid, int command, void *arg)
 
 	if (!ret && command == FI_GETWAIT &&
 	    !__atomic_exchange_n(&c->exported, true, __ATOMIC_SEQ_CST))
-		hml_inflight_watch(1);
+		watched(c, 1);
 	return ret;
 }
 
@@ -63,13 +85,14 @@ static void release(struct hml_fid *h)
 	struct hml_cntr *c = hml_container_of(h, struct hml_cntr, h);
 
 	if (c->exported)
-		hml_inflight_watch(-1);
+		watched(c, -1);
 	if (c->wait_obj == FI_WAIT_SET)
-		hml_inflight_watch(-1);
+		watched(c, -1);
 	free(c);
 }
 
-void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
+void hml_cntr_wrap(struct hml_domain *d, struct fid_cntr *cntr,
+		   const struct fi_cntr_attr *attr)
 {
 	struct hml_cntr *c = calloc(1, sizeof(*c));
 
@@ -78,10 +101,11 @@ void hml_cntr_wrap(struct fid_cntr *cntr, const struct fi_cntr_attr *attr)
 		return;
 	}
 	c->cntr = cntr;
+	c->domain = d;
 	c->events = attr ? attr->events : FI_CNTR_EVENTS_COMP;
 	c->wait_obj = attr ? attr->wait_obj : FI_WAIT_NONE;
 	if (c->wait_obj == FI_WAIT_SET)
-		hml_inflight_watch(1);
+		watched(c, 1);
 	if (hml_table_take(&cntr->ops, &c->ops, c->prov)) {
 		hml_table_set(&c->ops.ops, read, hml_cntr_read);
 		hml_table_set(&c->ops.ops, readerr, hml_cntr_readerr);

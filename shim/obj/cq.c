@@ -29,10 +29,29 @@
  * provider read it through the shim meanwhile (util providers do). */
 static __thread struct hml_cq *in_sread;
 static __thread bool nested_pump;
+/* The CQ whose provider's read this thread is in, from a quiet read:
+ * util's read comes back through the readfrom op, ours, which then goes
+ * straight to the provider. */
+static __thread struct hml_cq *in_read;
 
+/* Someone may sleep on the CQ without reading it (delta 1: a thread in
+ * its sread, its wait object handed out, a wait set), or no longer (-1):
+ * its entries are made at post, and its domain holds no receive
+ * meanwhile. */
+static void watched(struct hml_cq *c, int delta)
+{
+	hml_inflight_watch(delta);
+	hml_hold_off(c->domain, delta);
+}
+
+/* The CQ, before its provider is called: the receives its domain holds
+ * go to the provider first (hold.c). */
 static struct hml_cq *cq_of(struct fid_cq *cq)
 {
-	return hml_container_of(cq->ops, struct hml_cq, ops.ops);
+	struct hml_cq *c = hml_container_of(cq->ops, struct hml_cq, ops.ops);
+
+	hml_hold_flush(c->domain);
+	return c;
 }
 
 static bool pending(struct hml_cq *c)
@@ -87,22 +106,37 @@ static ssize_t nested(struct hml_cq *c, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
-/* A read of no entries drives progress and asks whether there are any:
- * poll sets ask so (0 for yes, as util CQs answer). util's read calls
- * the CQ's readfrom op, which is ours: each wrapper forwards to the same
- * op it was called as, or the two would call each other for ever. */
-static bool probe(struct hml_cq *c)
+/*
+ * A read of no entries drives progress and asks whether there are any:
+ * poll sets ask so (0 for yes, as util CQs answer). Where receive records
+ * filter the CQ, the provider is asked first, as the pump reads: only
+ * where it has entries do the records sort out whether one is the
+ * application's. util's read calls the CQ's readfrom op, which is ours:
+ * each wrapper forwards to the same op it was called as, or the two would
+ * call each other for ever.
+ */
+static ssize_t probe(struct hml_cq *c, fi_addr_t *src, bool from)
 {
+	fi_addr_t one;
+	ssize_t n;
+
 	if (in_sread != c && hml_inflight_any())
 		hml_inflight_progress();
-	if (filtering(c))
-		hml_rx_pump(c);
-	return pending(c);
+	if (pending(c))
+		return 0;
+	if (!filtering(c))
+		return prov_read(c, NULL, 0, src, from);
+	n = c->from ? c->prov->readfrom(c->cq, NULL, 0, &one) :
+		      c->prov->read(c->cq, NULL, 0);
+	if (n)
+		return n;
+	hml_rx_pump(c);
+	return pending(c) ? 0 : -FI_EAGAIN;
 }
 
 /* Nothing of the shim's here, and nothing in flight anywhere: the
  * provider's read, as if unwrapped. */
-static bool quiet(struct hml_cq *c)
+static inline __attribute__((always_inline)) bool quiet(struct hml_cq *c)
 {
 	return !(__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) |
 		 __atomic_load_n(&c->nrxqs, __ATOMIC_ACQUIRE) |
@@ -140,7 +174,7 @@ static ssize_t filtered(struct hml_cq *c, void *buf, size_t count,
 	if (!src && count > FILTER_MAX)
 		count = FILTER_MAX;
 	if (!c->serial)
-		pthread_mutex_lock(&c->pump_lock);
+		hml_pump_lock(c);
 	n = c->from ? c->prov->readfrom(c->cq, buf, count, src ? src : mine) :
 		      -FI_ENOSYS;
 	if (n == -FI_ENOSYS) {
@@ -150,7 +184,7 @@ static ssize_t filtered(struct hml_cq *c, void *buf, size_t count,
 	if (n > 0)
 		n = hml_rx_filter(c, buf, n, src);
 	if (!c->serial)
-		pthread_mutex_unlock(&c->pump_lock);
+		hml_pump_unlock(c);
 	if (n == -FI_EAVAIL) {
 		hml_rx_pump(c);
 		n = hml_cq_take(c, buf, count, src);
@@ -163,9 +197,9 @@ static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 {
 	ssize_t n = 0;
 
-	progress(c, count);
 	if (!buf || !count)
-		return probe(c) ? 0 : prov_read(c, buf, count, src, from);
+		return probe(c, src, from);
+	progress(c, count);
 	if (in_sread == c)
 		return nested(c, buf, count, src, from);
 	if (pending(c))
@@ -179,21 +213,44 @@ static ssize_t shim_read(struct hml_cq *c, void *buf, size_t count,
 				       prov_read(c, buf, count - n, src, from));
 }
 
+/* Nothing of the shim's here and nothing in flight, but receive records
+ * to pass the provider's entries through: the filter alone. */
+static bool calm(struct hml_cq *c, const void *buf, size_t count)
+{
+	return !(__atomic_load_n(&c->pending, __ATOMIC_ACQUIRE) |
+		 __atomic_load_n(&hml_inflight, __ATOMIC_ACQUIRE)) &&
+	       in_sread != c && buf && count;
+}
+
 static ssize_t hml_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct hml_cq *c = cq_of(cq);
+	ssize_t n;
 
-	return quiet(c) ? c->prov->read(cq, buf, count) :
-			  shim_read(c, buf, count, NULL, false);
+	if (quiet(c)) {
+		in_read = c;
+		n = c->prov->read(cq, buf, count);
+		in_read = NULL;
+		return n;
+	}
+	if (calm(c, buf, count))
+		return filtered(c, buf, count, NULL);
+	return shim_read(c, buf, count, NULL, false);
 }
 
 static ssize_t hml_cq_readfrom(struct fid_cq *cq, void *buf, size_t count,
 			       fi_addr_t *src)
 {
-	struct hml_cq *c = cq_of(cq);
+	struct hml_cq *c = in_read;
 
-	return quiet(c) ? c->prov->readfrom(cq, buf, count, src) :
-			  shim_read(c, buf, count, src, true);
+	if (c && c->cq == cq)
+		return c->prov->readfrom(cq, buf, count, src);
+	c = cq_of(cq);
+	if (quiet(c))
+		return c->prov->readfrom(cq, buf, count, src);
+	if (calm(c, buf, count))
+		return filtered(c, buf, count, src);
+	return shim_read(c, buf, count, src, true);
 }
 
 static ssize_t hml_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
@@ -276,7 +333,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
-	hml_inflight_watch(1);
+	watched(c, 1);
 	/* Copies posted from now on are waited for at post (inflight.c);
 	 * those in flight now, here. */
 	hml_inflight_drain();
@@ -309,7 +366,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	}
 out:
 	__atomic_sub_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
-	hml_inflight_watch(-1);
+	watched(c, -1);
 	if (m > 0)
 		return n + m;
 	if (n)
@@ -355,7 +412,7 @@ static int hml_cq_control(struct fid *fid, int command, void *arg)
 
 	if (!ret && command == FI_GETWAIT &&
 	    !__atomic_exchange_n(&c->exported, true, __ATOMIC_SEQ_CST))
-		hml_inflight_watch(1);
+		watched(c, 1);
 	return ret;
 }
 
@@ -372,9 +429,9 @@ static void release(struct hml_fid *h)
 	struct hml_cq *cq = hml_container_of(h, struct hml_cq, h);
 
 	if (cq->exported)
-		hml_inflight_watch(-1);
+		watched(cq, -1);
 	if (cq->wait_obj == FI_WAIT_SET)
-		hml_inflight_watch(-1);
+		watched(cq, -1);
 	/* A shared receive context outlives the CQs of its endpoints. */
 	while (cq->nrxqs)
 		hml_rx_unwatch(cq, cq->rxqs[0]);
@@ -386,7 +443,6 @@ static void release(struct hml_fid *h)
 	}
 	free(cq->err_data);
 	pthread_mutex_destroy(&cq->lock);
-	pthread_mutex_destroy(&cq->pump_lock);
 	free(cq->ring);
 	free(cq);
 }
@@ -408,7 +464,6 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		return;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_init(&c->pump_lock, NULL);
 	c->cq = cq;
 	c->domain = d;
 	c->format = attr->format;
@@ -416,7 +471,7 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 	c->size = attr->size ? attr->size : HML_CQ_DEFAULT_SIZE;
 	c->wait_obj = attr->wait_obj;
 	if (c->wait_obj == FI_WAIT_SET)
-		hml_inflight_watch(1);
+		watched(c, 1);
 	c->wait_cond = attr->wait_cond;
 	c->serial = d->threading == FI_THREAD_DOMAIN ||
 		    d->threading == FI_THREAD_COMPLETION;

@@ -4,12 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml_av.h"
 #include "hml_log.h"
+#include "hml_msg.h"
 
+/* The domain, before its provider is called: the receives it holds go
+ * to the provider first (hold.c). */
 static struct hml_domain *domain_of(struct fid_domain *domain)
 {
-	return hml_container_of(domain->ops, struct hml_domain, ops.ops);
+	struct hml_domain *d = hml_container_of(domain->ops,
+						struct hml_domain, ops.ops);
+
+	hml_hold_flush(d);
+	return d;
 }
 
 static int hml_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
@@ -45,7 +51,7 @@ static int hml_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 
 	ret = HML_FORWARD(d->prov->cntr_open(domain, attr, cntr, context));
 	if (!ret && !(attr && (attr->flags & FI_PEER)))
-		hml_cntr_wrap(*cntr, attr);
+		hml_cntr_wrap(d, *cntr, attr);
 	return ret;
 }
 
@@ -130,7 +136,11 @@ static struct hml_domain *mr_domain_of(struct fid *fid)
 	struct fid_domain *domain = hml_container_of(fid, struct fid_domain,
 						     fid);
 
-	return hml_container_of(domain->mr, struct hml_domain, mr.ops);
+	struct hml_domain *d = hml_container_of(domain->mr, struct hml_domain,
+						mr.ops);
+
+	hml_hold_flush(d);
+	return d;
 }
 
 static int hml_mr_reg(struct fid *fid, const void *buf, size_t len,
@@ -194,6 +204,7 @@ static void release(struct hml_fid *h)
 {
 	struct hml_domain *d = hml_container_of(h, struct hml_domain, h);
 
+	hml_hold_domain_fini(d);
 	hml_mrmap_fini(&d->mrs);
 	free(d);
 }
@@ -250,6 +261,7 @@ void hml_domain_wrap(struct hml_fabric *f, struct fid_domain *domain,
 	d->mr_mode = mr_mode_bits(info->domain_attr->mr_mode);
 	d->addr_format = info->addr_format;
 	d->threading = info->domain_attr->threading;
+	hml_hold_domain(d, info);
 	if (twin) {
 		d->hmem = true;
 		d->twin = *twin;

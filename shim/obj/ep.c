@@ -12,16 +12,24 @@
 /* libfabric 1.18 added this option; its value is part of the ABI. */
 #define HML_OPT_CUDA_API_PERMITTED 10
 
+/* The endpoint, before its provider is called: the receives its domain
+ * holds go to the provider first (hold.c). */
+static struct hml_ep *flushed(struct hml_ep *e)
+{
+	hml_hold_flush(e->domain);
+	return e;
+}
+
 static struct hml_ep *ep_of_fid(struct fid *fid)
 {
-	return hml_container_of(fid->ops, struct hml_ep, h.fi.ops);
+	return flushed(hml_container_of(fid->ops, struct hml_ep, h.fi.ops));
 }
 
 static struct hml_ep *ep_of_ops(struct fid *fid)
 {
 	struct fid_ep *ep = hml_container_of(fid, struct fid_ep, fid);
 
-	return hml_container_of(ep->ops, struct hml_ep, ops.ops);
+	return flushed(hml_container_of(ep->ops, struct hml_ep, ops.ops));
 }
 
 static struct hml_ep *wrap(struct hml_domain *d, struct fid_ep *ep,
@@ -113,7 +121,7 @@ static int hml_ep_setopt(fid_t fid, int level, int name, const void *val,
 static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 		      struct fid_ep **tx, void *context)
 {
-	struct hml_ep *s = hml_container_of(sep->ops, struct hml_ep, ops.ops);
+	struct hml_ep *s = ep_of_ops(&sep->fid);
 	int ret;
 
 	ret = HML_FORWARD(s->prov_ops->tx_ctx(sep, index, attr, tx, context));
@@ -131,7 +139,7 @@ static int hml_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
 static int hml_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
 		      struct fid_ep **rx, void *context)
 {
-	struct hml_ep *s = hml_container_of(sep->ops, struct hml_ep, ops.ops);
+	struct hml_ep *s = ep_of_ops(&sep->fid);
 	struct hml_ep *r;
 	int ret;
 
@@ -168,7 +176,8 @@ static void refresh_name(struct hml_ep *e)
 static int hml_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct fid_ep *ep = hml_container_of(fid, struct fid_ep, fid);
-	struct hml_ep *e = hml_container_of(ep->cm, struct hml_ep, cm.ops);
+	struct hml_ep *e = flushed(hml_container_of(ep->cm, struct hml_ep,
+						    cm.ops));
 	int ret;
 
 	ret = e->prov_cm->setname(fid, addr, addrlen);
@@ -297,6 +306,7 @@ static void release(struct hml_fid *h)
 static void set_info(struct hml_ep *e, const struct fi_info *info)
 {
 	e->caps = info->caps;
+	hml_hold_caps(e->domain, info->caps);
 	e->addr_format = info->addr_format;
 	if (info->tx_attr) {
 		e->tx_op_flags = info->tx_attr->op_flags;

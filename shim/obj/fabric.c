@@ -2,8 +2,8 @@
 /* Fabrics: the root of every object the application opens. */
 #include <stdlib.h>
 
-#include "hml_op.h"
 #include "hml_log.h"
+#include "hml_msg.h"
 
 static struct hml_fabric *fabric_of(struct fid_fabric *fabric)
 {
@@ -57,11 +57,24 @@ static int hml_domain_open2(struct fid_fabric *fabric, struct fi_info *info,
  * do not show in the provider's wait object. */
 static int hml_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
+	hml_hold_flush_every();
 	hml_inflight_drain();
 	for (int i = 0; i < count; i++)
 		if (hml_cq_busy(fids[i]))
 			return -FI_EAGAIN;
 	return fabric_of(fabric)->prov->trywait(fabric, fids, count);
+}
+
+/* EQ reads are not wrapped, and may drive a provider: the domains of a
+ * fabric that opened one hold no receive from then on (hold.c). */
+static int hml_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		       struct fid_eq **eq, void *context)
+{
+	struct hml_fabric *f = fabric_of(fabric);
+
+	hml_hold_flush_every();
+	__atomic_add_fetch(&f->neqs, 1, __ATOMIC_SEQ_CST);
+	return HML_FORWARD(f->prov->eq_open(fabric, attr, eq, context));
 }
 
 static void release(struct hml_fid *h)
@@ -82,6 +95,7 @@ void hml_fabric_wrap(struct fid_fabric *fabric)
 		hml_table_set(&f->ops.ops, domain, hml_domain_open);
 		hml_table_set(&f->ops.ops, domain2, hml_domain_open2);
 		hml_table_set(&f->ops.ops, trywait, hml_trywait);
+		hml_table_set(&f->ops.ops, eq_open, hml_eq_open);
 		fabric->ops = &f->ops.ops;
 	}
 	hml_fid_wrap(&f->h, &fabric->fid, release);

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hml.h"
 #include "hml_config.h"
 #include "hml_log.h"
+#include "hml_msg.h"
 
 void hml_table_copy(void *copy, const void *prov)
 {
@@ -30,9 +30,11 @@ static int hml_close(struct fid *fid)
 	struct hml_fid *h = hml_container_of(fid->ops, struct hml_fid, fi.ops);
 	int ret;
 
-	/* Nothing is freed under a copy in flight (hml_op.h). */
+	/* Nothing is freed under a copy in flight (hml_op.h), and the
+	 * provider sees every receive posted before it closes anything. */
 	if (h->quiesce)
 		h->quiesce();
+	hml_hold_flush_every();
 	ret = HML_FORWARD(h->prov->close(fid));
 	/* The provider freed the object: touch neither it nor, on failure,
 	 * our state, which stays valid for a retried close. */

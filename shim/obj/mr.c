@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "hml_log.h"
-#include "hml_op.h"
+#include "hml_msg.h"
 
 /* libfabric 1.20's dmabuf registration; the layout is part of the ABI. */
 struct hml_mr_dmabuf {
@@ -14,9 +14,14 @@ struct hml_mr_dmabuf {
 	void *base_addr;
 };
 
+/* The region, before its provider is called: the receives its domain
+ * holds go to the provider first (hold.c). */
 static struct hml_mr *mr_of(struct fid *fid)
 {
-	return hml_container_of(fid->ops, struct hml_mr, h.fi.ops);
+	struct hml_mr *m = hml_container_of(fid->ops, struct hml_mr, h.fi.ops);
+
+	hml_hold_flush(m->domain);
+	return m;
 }
 
 /* (Re)enter the region under its current key; under FI_MR_ENDPOINT the

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "hml_log.h"
-#include "hml_op.h"
+#include "hml_msg.h"
 
 struct member {
 	struct hml_fid *h;		/* a wrapped CQ or counter */
@@ -66,6 +66,7 @@ static int hml_poll_poll(struct fid_poll *pollset, void **context, int count)
 	struct hml_poll *p = poll_of(pollset);
 	int n;
 
+	hml_hold_flush_every();
 	if (hml_inflight_any())
 		hml_inflight_progress();
 	n = p->prov->poll(pollset, context, count);

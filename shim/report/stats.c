@@ -159,8 +159,9 @@ static void text(const struct hml_stats *t)
 		fprintf(stderr, "%s %s %lu", e ? "," : "", errs[e],
 			(unsigned long) t->errors[e]);
 	fprintf(stderr, "\nhmemloop: %d: stats: messages staged %lu, receives "
-		"taken back %lu\nhmemloop: %d: stats: passed through:", pid,
-		(unsigned long) t->staged, (unsigned long) t->taken_back, pid);
+		"taken back %lu, receives found held %lu\nhmemloop: %d: stats: "
+		"passed through:", pid, (unsigned long) t->staged,
+		(unsigned long) t->taken_back, (unsigned long) t->held, pid);
 	for (int r = 0, any = 0; r < HML_REASONS; r++)
 		if (reasons[r].passed)
 			fprintf(stderr, "%s %s %lu", any++ ? "," : "",
@@ -184,8 +185,9 @@ static void json(const struct hml_stats *t, FILE *f)
 	for (int e = 0; e < HML_STAT_ERRS; e++)
 		fprintf(f, "%s\"%s\": %lu", e ? ", " : "", errs[e],
 			(unsigned long) t->errors[e]);
-	fprintf(f, "}, \"staged\": %lu, \"taken_back\": %lu, \"passed\": {",
-		(unsigned long) t->staged, (unsigned long) t->taken_back);
+	fprintf(f, "}, \"staged\": %lu, \"taken_back\": %lu, \"held\": %lu, "
+		"\"passed\": {", (unsigned long) t->staged,
+		(unsigned long) t->taken_back, (unsigned long) t->held);
 	for (int r = 0, any = 0; r < HML_REASONS; r++)
 		if (reasons[r].passed)
 			fprintf(f, "%s\"%s\": %lu", any++ ? ", " : "",

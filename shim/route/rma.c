@@ -4,8 +4,7 @@
  * process goes to the router (route.c); any other to the provider
  * unchanged.
  */
-#include "hml_av.h"
-#include "hml_op.h"
+#include "hml_msg.h"
 #include "hml_route.h"
 #include "hml_stats.h"
 
@@ -27,8 +26,10 @@ static struct hml_ep *rma_ep(struct fid_ep *ep)
 		for (size_t i_ = 0; i_ < (count); i_++)			\
 			riov_.len += (iov)[i_].iov_len;			\
 		p_ = hml_run_rma(e_, t_, &msg_, flags, kind, inject, ret); \
-	} else								\
+	} else {							\
 		hml_stat_pass(HML_WHY_REMOTE);				\
+		hml_hold_flush(e_->domain);				\
+	}								\
 	p_; })
 
 static ssize_t hml_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
@@ -129,6 +130,7 @@ static bool msg_op(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	if (t)
 		return hml_run_rma(e, t, msg, flags, kind, false, ret);
 	hml_stat_pass(HML_WHY_REMOTE);
+	hml_hold_flush(e->domain);
 	return true;
 }
 

@@ -75,6 +75,7 @@ static bool pass(const struct hml_op *op, struct hml_way w)
 {
 	hml_stat_pass(w.reason);
 	hml_inflight_wait(op->e);
+	hml_hold_flush(op->e->domain);
 	return true;
 }
 
@@ -265,6 +266,7 @@ static ssize_t bounce(struct hml_op *op, const struct fi_msg_tagged *m,
 		return -FI_ENOMEM;
 	}
 	hml_inflight_wait(op->e);
+	hml_hold_flush(op->e->domain);
 	host.mem[0].type = HML_MEM_HOST;
 	host.iov[0] = (struct iovec) { buf, src->len };
 	ret = hml_move(&host, src, src->len, NULL);

@@ -4,7 +4,7 @@
  * endpoint of this process goes to the router (route.c), any other to the
  * provider unchanged.
  */
-#include "hml_av.h"
+#include "hml_msg.h"
 #include "hml_route.h"
 #include "hml_stats.h"
 
@@ -20,6 +20,14 @@ static struct hml_ep *tagged_ep(struct fid_ep *ep)
 	return hml_container_of(ep->tagged, struct hml_ep, tagged.ops);
 }
 
+/* Another process's: the provider's, after what e's domain holds. */
+static inline bool remote(struct hml_ep *e)
+{
+	hml_stat_pass(HML_WHY_REMOTE);
+	hml_hold_flush(e->domain);
+	return true;
+}
+
 /* Each call: resolve the destination (a few loads for another process),
  * and only for this process put the call in fi_msg_tagged form. */
 #define LOCAL_SEND(e, iov, desc, count, dest, tag, ctx, data, flags,	\
@@ -27,8 +35,7 @@ static struct hml_ep *tagged_ep(struct fid_ep *ep)
 	struct hml_ep *t_ = hml_target(e, dest);			\
 	t_ ? hml_run_send(e, t_, &(struct fi_msg_tagged) {		\
 		iov, desc, count, dest, tag, 0, ctx, data }, flags,	\
-		tagged, inject, res) :					\
-	     (hml_stat_pass(HML_WHY_REMOTE), true); })
+		tagged, inject, res) : remote(e); })
 
 static ssize_t hml_send(struct fid_ep *ep, const void *buf, size_t len,
 			void *desc, fi_addr_t dest, void *ctx)
@@ -138,7 +145,7 @@ static ssize_t hml_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 	ssize_t ret;
 
 	if (!t)
-		hml_stat_pass(HML_WHY_REMOTE);
+		remote(e);
 	else if (!hml_run_send(e, t, msg, flags, TAGGED, false, &ret))
 		return ret;
 	return e->prov_tagged->sendmsg(ep, msg, flags);
