@@ -79,6 +79,7 @@ static void usage(FILE *f)
 "                          [--window N]\n"
 "  hmemloop-bench --passthrough [-p PROVIDER]... [--runs N] [--iters N]\n"
 "                 [--msg-size N] [--lib PATH] [--csv FILE] [--quick]\n"
+"                 [--own-address]\n"
 "  hmemloop hmemloop-bench --peers [-p PROVIDER]... [--sizes MIN:MAX]\n"
 "                 [--iters N] [--max-time S] [--csv FILE] [--quick] [--host]\n"
 "\n"
@@ -119,6 +120,8 @@ static void usage(FILE *f)
 "  --iters N            ping-pong round trips a run (default 10000)\n"
 "  --msg-size N         message and write size (default 64)\n"
 "  --lib PATH           libhmemloop.so (default: found near this program)\n"
+"  --own-address        each endpoint's own address in its AV too, as MPI\n"
+"                       puts it there: hmemloop records its receives\n"
 "\n"
 "--peers times device memory between two processes on GPU 0, issue\n"
 "12328's application (FI_MR_HMEM without FI_HMEM: HMEMLOOP_HMEM=auto asks\n"
@@ -134,6 +137,7 @@ enum {
 	OPT_PASS, OPT_RUNS, OPT_LIB, OPT_MAX_TIME, OPT_MSG_SIZE,
 	OPT_STAGING, OPT_CHILD, OPT_CROSS, OPT_HMEM, OPT_PEERS,
 	OPT_PEERS_CHILD, OPT_HOST, OPT_WINDOW, OPT_MIXED, OPT_WORKER,
+	OPT_OWN,
 };
 
 static const struct option long_opts[] = {
@@ -158,6 +162,7 @@ static const struct option long_opts[] = {
 	{ "window", required_argument, NULL, OPT_WINDOW },
 	{ "mixed", no_argument, NULL, OPT_MIXED },
 	{ "rate-worker", required_argument, NULL, OPT_WORKER },
+	{ "own-address", no_argument, NULL, OPT_OWN },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -196,6 +201,7 @@ static void parse_opt(int c, const char *arg, bool *sizes, bool *iters,
 		b_opt.staging_sync = !strcmp(arg, "sync");
 		break;
 	case OPT_CHILD: b_opt.child_role = arg; break;
+	case OPT_OWN: b_opt.own_address = true; break;
 	case OPT_HMEM: b_opt.hmem = true; break;
 	case OPT_PEERS: b_opt.peers = true; break;
 	case OPT_PEERS_CHILD: b_opt.peers_child = arg; break;

@@ -54,6 +54,8 @@ struct b_opts {
 	int runs;
 	const char *lib;
 	size_t msg_size;		/* mode 2 */
+	bool own_address;		/* mode 2: each endpoint's own name in
+					 * its AV, as MPI puts it there */
 	const char *child_role;		/* mode 2, internal */
 	bool peers;			/* --peers */
 	const char *peers_child;	/* --peers, internal: B's provider */

@@ -172,7 +172,8 @@ static void spawn(struct child *ch, const char *self, const char *role,
 	char iters[32], size[32];
 	char *argv[] = {
 		(char *) self, "--pp-child", (char *) role, "-p", (char *) prov,
-		"--iters", iters, "--msg-size", size, NULL,
+		"--iters", iters, "--msg-size", size,
+		b_opt.own_address ? "--own-address" : NULL, NULL,
 	};
 	int to[2], from[2];
 
@@ -404,6 +405,8 @@ static void header(const char *lib)
 	       B_WINDOW);
 	printf("  each cell: median of the runs [min-max]; ratios: of the "
 	       "medians [min-max of the run-by-run ratios]\n");
+	printf("  each endpoint's own address in its AV: %s\n",
+	       b_opt.own_address ? "yes (--own-address)" : "no");
 }
 
 int b_pass_main(char **argv)
@@ -572,6 +575,8 @@ static void peer_open(struct peer *p)
 		exit(0);
 	}
 	b_ep_open(&p->e, &p->fab);
+	if (b_opt.own_address)
+		b_av_insert(&p->e, p->e.name);
 	p->len = b_opt.msg_size;
 	p->sbuf = page_alloc(p->len);
 	p->rbuf = page_alloc(p->len);
