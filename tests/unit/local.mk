@@ -10,7 +10,8 @@ tests_unit_libhmlcore_la_CFLAGS = $(AM_CFLAGS)
 
 unit_checks = tests/unit/mrmap tests/unit/avcache tests/unit/cqerr \
 	tests/unit/config tests/unit/route tests/unit/match \
-	tests/unit/takeback tests/unit/hold tests/unit/inflight
+	tests/unit/takeback tests/unit/hold tests/unit/inflight \
+	tests/unit/copy
 check_PROGRAMS += $(unit_checks)
 UNIT_LDADD = tests/unit/libhmlcore.la $(LIBFABRIC_LIBS) $(LIBS) -lpthread
 tests_unit_mrmap_SOURCES = tests/unit/mrmap.c tests/unit/unit.h
@@ -33,3 +34,5 @@ tests_unit_hold_SOURCES = tests/unit/hold.c $(FAKE_PROV)
 tests_unit_hold_LDADD = $(UNIT_LDADD)
 tests_unit_inflight_SOURCES = tests/unit/inflight.c $(FAKE_PROV)
 tests_unit_inflight_LDADD = $(UNIT_LDADD)
+tests_unit_copy_SOURCES = tests/unit/copy.c tests/unit/unit.h
+tests_unit_copy_LDADD = $(UNIT_LDADD)
