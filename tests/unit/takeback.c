@@ -86,7 +86,7 @@ static void close_t(void)
 }
 
 /* The provider completes the receive while fi_cancel looks for it, and
- * another thread reads the CQ meanwhile. */
+ * the CQ is read meanwhile, as another thread's read would. */
 static void complete_now(void *ctx)
 {
 	fake_arrive(ctx, 3);
