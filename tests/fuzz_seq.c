@@ -548,7 +548,6 @@ static void open_world(uint64_t seed)
 		FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
 		FI_CQ_FORMAT_TAGGED,
 	};
-	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
 	struct fi_info *info;
 
 	w.ndom = 1 + rnd(MAXDOM);
@@ -569,7 +568,7 @@ static void open_world(uint64_t seed)
 		w.selective[e] = may(FZ_SELECTIVE, 4);
 		w.fmt[e] = (w.feat & FZ_CQ_FORMATS) ? fmts[rnd(4)] :
 			   FI_CQ_FORMAT_TAGGED;
-		t_fi(fi_cntr_open(f->domain, &cattr, &w.cntr[e], NULL));
+		w.cntr[e] = t_cntr_open(f, FI_WAIT_NONE);
 		t_ep_open(&w.ep[e], f, &(struct t_opts) {
 			.cq_format = w.fmt[e], .cntr = w.cntr[e],
 			.cntr_flags = FI_SEND | FI_RECV | FI_READ | FI_WRITE,
