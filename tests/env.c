@@ -32,7 +32,8 @@ const char *t_env(const char *name)
 		if (strcmp(settings[i].name, name))
 			continue;
 		v = getenv(name);
-		return v ? v : settings[i].def;
+		/* Set but empty is unset, as a shell's NAME= means. */
+		return v && *v ? v : settings[i].def;
 	}
 	t_fail("test bug: %s is not a test setting (tests/env.c)", name);
 }

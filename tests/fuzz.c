@@ -255,19 +255,12 @@ static bool device_batch(uint64_t seed, unsigned n)
 	return true;
 }
 
-static uint64_t env_or(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
-
-	return s && *s ? strtoull(s, NULL, 0) : dflt;
-}
-
 int main(int argc, char **argv)
 {
-	uint64_t seed = env_or("HMEMLOOP_FUZZ_SEED", 1);
-	double seconds = env_or("HMEMLOOP_FUZZ_SECONDS", 20), end;
+	uint64_t seed = strtoull(t_env("HMEMLOOP_FUZZ_SEED"), NULL, 0);
+	double seconds = t_env_num("HMEMLOOP_FUZZ_SECONDS"), end;
 	unsigned count = 0, done = 0;
-	const char *mode = getenv("HMEMLOOP_FUZZ_CHILD");
+	const char *mode = t_env("HMEMLOOP_FUZZ_CHILD");
 	bool device = true;
 	int c;
 

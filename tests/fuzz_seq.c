@@ -1133,7 +1133,7 @@ int fz_run(uint64_t seed, unsigned count, bool device)
 		w.rng = sd * 0x2545f4914f6cdd1dULL + 1;
 		w.device = device;
 		w.feat = fz_features(t_prov, device) &
-			 strtoul(getenv("HMEMLOOP_FUZZ_FEATURES") ?: "-1", NULL, 0);
+			 strtoul(t_env("HMEMLOOP_FUZZ_FEATURES"), NULL, 0);
 		printf("seq %" PRIu64 "\n", sd);
 		alarm(60);
 		open_world(sd);

@@ -50,7 +50,8 @@ long t_fi_check(long ret, const char *what, int line);
  * t_ep_open makes.
  */
 struct t_opts {
-	const char *prov;		/* default t_prov (t_core_prov: its core) */
+	const char *prov;		/* default t_prov; t_core_prov's for
+					 * its core */
 	uint32_t version;		/* API version, default 1.17 */
 	uint64_t caps;			/* default FI_MSG|FI_TAGGED|FI_RMA */
 	uint64_t mr_mode;		/* default: what the tests can handle
@@ -214,13 +215,11 @@ struct t_prog {
  * took, between setup and teardown.
  */
 int t_main(int argc, char **argv, const struct t_prog *p);
-/* For the programs not yet on T_MAIN: -p and -c (and opts, left to the
- * program from optind 1 on), then t_cases_done after their cases (a -c
- * that named none fails); t_open_hints opens with hints of their own
- * (freed here), as t_try_open. */
+/* For the programs whose main is their subject (tests/README.md): -p and
+ * -c (and opts, left to the program from optind 1 on), then t_cases_done
+ * after their cases (a -c that named none fails). */
 void t_init(int argc, char **argv, const char *opts);
 void t_cases_done(void);
-int t_open_hints(struct t_fabric *f, struct fi_info *hints);
 #define T_MAIN(table, ...)						\
 	static const struct t_prog t_prog_ = {				\
 		.cases = (table),					\
@@ -255,7 +254,8 @@ bool t_cuda_double(void);
 bool t_shim_enabled(void);
 
 /* A test setting (tests/env.c, the one list of them): its value, or its
- * default (NULL where none); a name not in the list fails. */
+ * default (NULL where none) where unset or empty; a name not in the list
+ * fails. */
 const char *t_env(const char *name);
 /* Its value as a number; 0 where unset without a default. */
 double t_env_num(const char *name);
