@@ -98,7 +98,8 @@ static int fresh(const struct t_case *c)
 	argv[nargs + 2] = NULL;
 	/* Failure may be "no completion": do not wait long for it. */
 	if (c->wait_s && t_wait_s() > c->wait_s)
-		snprintf(wait, sizeof(wait), "HMEMLOOP_TEST_WAIT=%g", c->wait_s);
+		snprintf(wait, sizeof(wait), "HMEMLOOP_TEST_WAIT=%g",
+			 c->wait_s);
 	else
 		wait[0] = '\0';
 	fflush(stdout);
@@ -176,44 +177,51 @@ void t_run_cases(const struct t_case *cases, size_t n)
 	}
 }
 
-static void usage(const struct t_prog *p)
-{
-	t_fail("usage: %s [-p PROVIDER] [-c CASE,...] [-H] [-l]%s%s",
-	       args[0], p->opts ? " and -" : "", p->opts ? p->opts : "");
-}
-
 static void list(const struct t_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		printf("%s\n", cases[i].name);
 }
 
-int t_main(int argc, char **argv, const struct t_prog *p)
+/* The options: -p, -c, those of the runner's letters (-H, -l) and, with
+ * opt, the program's own, where it is given them; a letter neither
+ * knows fails. The arguments stay for a fresh case's process. */
+static void read_opts(int argc, char **argv, const char *runner,
+		      const char *opts, void (*opt)(int c, const char *arg),
+		      bool *listing)
 {
 	char all[64];
-	bool listing = false;
 	int c;
 
 	nargs = argc;
 	args = argv;
-	snprintf(all, sizeof(all), "p:c:Hl%s", p->opts ? p->opts : "");
+	snprintf(all, sizeof(all), "p:c:%s%s", runner, opts ? opts : "");
 	while ((c = getopt(argc, argv, all)) != -1) {
 		if (c == 'p')
 			t_prov = optarg;
 		else if (c == 'c')
 			t_only = optarg;
-		else if (c == 'H')
+		else if (c == 'H' && *runner)
 			t_host = true;
-		else if (c == 'l')
-			listing = true;
-		else if (c == '?' || !p->opt)
-			usage(p);
-		else
-			p->opt(c, optarg);
+		else if (c == 'l' && *runner)
+			*listing = true;
+		else if (c == '?')
+			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]%s%s%s",
+			       argv[0], *runner ? " [-H] [-l]" : "",
+			       opts ? " and -" : "", opts ? opts : "");
+		else if (opt)
+			opt(c, optarg);
 	}
-	if (optind < argc)
-		usage(p);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+int t_main(int argc, char **argv, const struct t_prog *p)
+{
+	bool listing = false;
+
+	read_opts(argc, argv, "Hl", p->opts, p->opt, &listing);
+	if (optind < argc)
+		t_fail("%s: %s: not an option", argv[0], argv[optind]);
 	if (listing) {
 		list(p->cases, p->n);
 		list(p->more, p->nmore);
@@ -239,25 +247,12 @@ int t_main(int argc, char **argv, const struct t_prog *p)
 	return 0;
 }
 
-/* Until every program has T_MAIN (hmltest.h). */
+/* The programs whose main is their own (tests/README.md): their options
+ * are left for them to read again, from optind 1 on. */
 void t_init(int argc, char **argv, const char *opts)
 {
-	char all[64];
-	int c;
-
-	nargs = argc;
-	args = argv;
-	snprintf(all, sizeof(all), "p:c:%s", opts ? opts : "");
-	while ((c = getopt(argc, argv, all)) != -1) {
-		if (c == 'p')
-			t_prov = optarg;
-		else if (c == 'c')
-			t_only = optarg;
-		else if (c == '?')
-			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]", argv[0]);
-	}
+	read_opts(argc, argv, "", opts, NULL, NULL);
 	optind = 1;
-	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
 void t_cases_done(void)

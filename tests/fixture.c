@@ -30,7 +30,8 @@ struct fi_info *t_hints(const struct t_opts *o)
 	/* Before 1.5, mr_mode is the old enum. */
 	h->domain_attr->mr_mode = o->mr_mode ? o->mr_mode :
 		FI_VERSION_LT(v, FI_VERSION(1, 5)) ? T_MR_BASIC :
-		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+		FI_MR_PROV_KEY;
 	h->domain_attr->threading = o->threading ? o->threading :
 				    FI_THREAD_SAFE;
 	if (o->progress)
@@ -219,15 +220,13 @@ int t_ep_enable(struct t_ep *e, const struct t_opts *o, const char **what)
 int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
 		  const char **what)
 {
-	const char *call;
 	int ret;
 
 	if (!o)
 		o = &no_opts;
-	if (!what)
-		what = &call;
-	*what = "fi_cq_open";
 	ret = open_objects(e, f, o);
+	if (ret && what)
+		*what = "fi_cq_open";
 	if (ret || o->open_only)
 		return ret;
 	ret = t_ep_enable(e, o, what);
@@ -295,20 +294,4 @@ uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off)
 	    mode == T_MR_BASIC : (mode & FI_MR_VIRT_ADDR) != 0)
 		return (uintptr_t) m->base + off;
 	return off;
-}
-
-/* Until every program has t_opts. */
-int t_open_hints(struct t_fabric *f, struct fi_info *hints)
-{
-	int ret;
-
-	memset(f, 0, sizeof(*f));
-	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info);
-	fi_freeinfo(hints);
-	if (ret == -FI_ENODATA)
-		return ret;
-	t_fi(ret);
-	t_fi(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	t_fi(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	return 0;
 }

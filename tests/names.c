@@ -12,8 +12,8 @@
  *                  that closed after its name went into the receiver's AV
  *
  * The sender opens unbound (t_opts.open_only): its name, its enable and
- * its fi_setname are the subject. Run by the harness with and without hmemloop ("digest:"
- * lines).
+ * its fi_setname are the subject. Run by the harness with and without
+ * hmemloop ("digest:" lines).
  */
 #include <stdio.h>
 #include <stdlib.h>
