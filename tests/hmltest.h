@@ -62,7 +62,7 @@ struct t_opts {
 	enum fi_cq_format cq_format;	/* default FI_CQ_FORMAT_TAGGED */
 	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
-	enum fi_threading threading;
+	enum fi_threading threading;	/* default FI_THREAD_SAFE */
 	enum fi_progress progress;	/* data progress, default the provider's */
 	uint64_t msg_order;		/* transmit and receive, default none */
 	/* The endpoint t_ep_open makes: bound and enabled, unless open_only
