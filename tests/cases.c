@@ -183,11 +183,9 @@ static void list(const struct t_case *cases, size_t n)
 		printf("%s\n", cases[i].name);
 }
 
-/* The options: -p, -c, those of the runner's letters (-H, -l) and, with
- * opt, the program's own, where it is given them; a letter neither
- * knows fails. The arguments stay for a fresh case's process. */
-static void read_opts(int argc, char **argv, const char *runner,
-		      const char *opts, void (*opt)(int c, const char *arg),
+/* -p, -c, -H, -l and the program's own options (a letter neither knows
+ * fails); the arguments stay for a fresh case's process. */
+static void read_opts(int argc, char **argv, const struct t_prog *p,
 		      bool *listing)
 {
 	char all[64];
@@ -195,23 +193,25 @@ static void read_opts(int argc, char **argv, const char *runner,
 
 	nargs = argc;
 	args = argv;
-	snprintf(all, sizeof(all), "p:c:%s%s", runner, opts ? opts : "");
+	snprintf(all, sizeof(all), "p:c:Hl%s", p->opts ? p->opts : "");
 	while ((c = getopt(argc, argv, all)) != -1) {
 		if (c == 'p')
 			t_prov = optarg;
 		else if (c == 'c')
 			t_only = optarg;
-		else if (c == 'H' && *runner)
+		else if (c == 'H')
 			t_host = true;
-		else if (c == 'l' && *runner)
+		else if (c == 'l')
 			*listing = true;
-		else if (c == '?')
-			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]%s%s%s",
-			       argv[0], *runner ? " [-H] [-l]" : "",
-			       opts ? " and -" : "", opts ? opts : "");
-		else if (opt)
-			opt(c, optarg);
+		else if (c == '?' || !p->opt)
+			t_fail("usage: %s [-p PROVIDER] [-c CASE,...] [-H] "
+			       "[-l]%s%s", argv[0], p->opts ? " and -" : "",
+			       p->opts ? p->opts : "");
+		else
+			p->opt(c, optarg);
 	}
+	if (optind < argc)
+		t_fail("%s: %s: not an option", argv[0], argv[optind]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
@@ -219,9 +219,7 @@ int t_main(int argc, char **argv, const struct t_prog *p)
 {
 	bool listing = false;
 
-	read_opts(argc, argv, "Hl", p->opts, p->opt, &listing);
-	if (optind < argc)
-		t_fail("%s: %s: not an option", argv[0], argv[optind]);
+	read_opts(argc, argv, p, &listing);
 	if (listing) {
 		list(p->cases, p->n);
 		list(p->more, p->nmore);
@@ -241,22 +239,24 @@ int t_main(int argc, char **argv, const struct t_prog *p)
 		t_run_cases(p->cases, p->n);
 		t_run_cases(p->more, p->nmore);
 	}
-	t_cases_done();
+	if (t_only && !ran)
+		t_fail("no case %s", t_only);
 	if (p->teardown)
 		p->teardown();
 	return 0;
 }
 
-/* The programs whose main is their own (tests/README.md): their options
- * are left for them to read again, from optind 1 on. */
-void t_init(int argc, char **argv, const char *opts)
+static void leave(int c, const char *arg)
 {
-	read_opts(argc, argv, "", opts, NULL, NULL);
-	optind = 1;
+	(void) c;
+	(void) arg;
 }
 
-void t_cases_done(void)
+void t_init(int argc, char **argv, const char *opts)
 {
-	if (t_only && !ran)
-		t_fail("no case %s", t_only);
+	const struct t_prog p = { .opts = opts, .opt = leave };
+	bool listing;
+
+	read_opts(argc, argv, &p, &listing);
+	optind = 1;
 }

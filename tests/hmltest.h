@@ -215,11 +215,10 @@ struct t_prog {
  * took, between setup and teardown.
  */
 int t_main(int argc, char **argv, const struct t_prog *p);
-/* For the programs whose main is their subject (tests/README.md): -p and
- * -c (and opts, left to the program from optind 1 on), then t_cases_done
- * after their cases (a -c that named none fails). */
+/* For a program with a main of its own (tests/doubles/efa/efa_test.c: its
+ * provider efa unless -p says another): the options as t_main reads
+ * them, opts left for the program to read again from optind 1 on. */
 void t_init(int argc, char **argv, const char *opts);
-void t_cases_done(void);
 #define T_MAIN(table, ...)						\
 	static const struct t_prog t_prog_ = {				\
 		.cases = (table),					\
