@@ -73,6 +73,10 @@ extern struct b_opts b_opt;
 void b_die(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 double b_now(void);
+/* A setting of hmemloop's (include/hml_config.h), as the library reads it
+ * (hml_config_load, at the start of main): its value, and in *env whether
+ * the environment gave it. */
+const char *b_setting(const char *name, bool *env);
 struct b_stats {
 	size_t n;
 	double median, p99, min, max;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_dev.h"
+#include "hml_config.h"
 
 /* Buffers, provider and the first checks before "ready". */
 #define START_TIMEOUT_S 300.0
@@ -208,9 +209,7 @@ void b_workers_stop(struct b_results *r)
 
 int b_env_async(void)
 {
-	const char *v = getenv("HMEMLOOP_ASYNC");
-
-	return v && !strcmp(v, "0") ? 0 : 1;
+	return hml_config.async;
 }
 
 void b_workers_rate(struct b_results *r, int d, int m, int s)

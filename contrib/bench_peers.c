@@ -37,6 +37,7 @@
 #include <rdma/fi_rma.h>
 
 #include "bench_peers.h"
+#include "hml_config.h"
 
 const char *const b_op_name[NOPS] = { "fi_write", "fi_read", "fi_send" };
 const char *const b_status_name[] = { "", "ok", "unavailable", "failed" };
@@ -462,8 +463,8 @@ out:
 
 int b_peers_main(void)
 {
-	const char *hmem = getenv("HMEMLOOP_HMEM");
-	const char *enable = getenv("HMEMLOOP_ENABLE");
+	bool env;
+	const char *hmem = b_setting("HMEMLOOP_HMEM", &env);
 	const char **paths = b_pr.paths;
 	int bad = 0;
 	bool tcp = false;
@@ -499,9 +500,9 @@ int b_peers_main(void)
 	printf("hmemloop-bench --peers: two processes on %s move %s memory\n",
 	       b_opt.host ? "the host" : b_cuda_device(0),
 	       b_opt.host ? "host" : "device");
-	printf("hmemloop: %s; HMEMLOOP_HMEM=%s\n",
-	       enable && !strcmp(enable, "1") ? "enabled" : "not enabled",
-	       hmem ? hmem : "(unset: auto)");
+	printf("hmemloop: %s; HMEMLOOP_HMEM=%s%s\n",
+	       hml_config.enable ? "enabled" : "not enabled", hmem,
+	       env ? "" : " (the default)");
 	printf("the application's hints: FI_MR_HMEM, no FI_HMEM; buffers "
 	       "registered as host memory\n");
 	printf("lat: median of single operations (fi_send: half a ping-pong); "

@@ -165,14 +165,17 @@ void b_report_header(const struct b_ctx *c, const struct b_results *r)
 		if (r->shim && r->why[m][0])
 			printf("%s: unavailable, skipped: %s\n",
 			       b_mode->methods[m].name, r->why[m]);
-	if (r->workers)
+	if (r->workers) {
+		bool env;
+		const char *async = b_setting("HMEMLOOP_ASYNC", &env);
+
 		printf("HMEMLOOP_ASYNC: the hmemloop methods' message rates "
 		       "are timed by two workers, this program started again "
 		       "with HMEMLOOP_ASYNC=0 and =1, point by point between "
 		       "this process's methods; their latency is this "
-		       "process's (HMEMLOOP_ASYNC %s)\n",
-		       getenv("HMEMLOOP_ASYNC") ? getenv("HMEMLOOP_ASYNC") :
-		       "not set");
+		       "process's (HMEMLOOP_ASYNC=%s%s)\n", async,
+		       env ? "" : ", the default");
+	}
 	if (b_opt.mixed)
 		printf("--mixed: fi_write D2D from %d endpoints of the domain, "
 		       "a thread each with %d outstanding, each thread "

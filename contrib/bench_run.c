@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench_dev.h"
+#include "hml_config.h"
 
 /* Fewest latency operations a point gets, whatever --max-time says. */
 #define MIN_OPS 5
@@ -42,8 +43,7 @@ static int find_shim(struct dl_phdr_info *info, size_t size, void *data)
 
 static void require_shim(struct b_results *r)
 {
-	const char *enable = getenv("HMEMLOOP_ENABLE");
-	bool on = enable && !strcmp(enable, "1");
+	bool on = hml_config.enable;
 
 	r->shim = !b_opt.no_shim;
 	if (b_opt.no_shim)

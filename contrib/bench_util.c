@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "hml_config.h"
 
 struct b_opts b_opt = {
 	.min_size = 8,
@@ -75,4 +76,15 @@ const char *b_size_str(size_t n, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%zu %s", n, unit[u]);
 	return buf;
+}
+
+const char *b_setting(const char *name, bool *env)
+{
+	for (size_t i = 0; i < hml_nsettings; i++) {
+		if (strcmp(hml_settings[i].name, name))
+			continue;
+		*env = hml_config_from_env(i);
+		return hml_config_value(i);
+	}
+	b_die("%s is not a setting of hmemloop's", name);
 }

@@ -349,10 +349,4 @@ static const struct t_case cases[] = {
 		"CUDA_DOUBLE_TRACE=1"),
 };
 
-int main(int argc, char **argv)
-{
-	fx_init(argc, argv);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases, .flags = T_CUDA, .setup = fx_setup);

@@ -53,7 +53,7 @@ extern uint8_t tmp[SPAN];
 extern unsigned long copies;		/* CUDA copy calls the test made */
 extern CUcontext cu_ctx;
 
-void fx_init(int argc, char **argv);
+void fx_setup(void);
 bool is_dev(int n);
 const char *named(const char *what, int src, int dst);
 bool fab_open(const struct t_opts *o, const char *what);

@@ -32,14 +32,11 @@ const char *named(const char *what, int src, int dst)
 
 /* ---- the fixture -------------------------------------------------------- */
 
-/* The test's arguments, and device 0's primary context (cu_ctx),
- * current. */
-void fx_init(int argc, char **argv)
+/* Device 0's primary context (cu_ctx), made current by T_CUDA. */
+void fx_setup(void)
 {
 	CUdevice dev;
 
-	t_init(argc, argv, NULL);
-	t_cuda_init();
 	t_cu(cuDeviceGet(&dev, 0));
 	t_cu(cuDevicePrimaryCtxRetain(&cu_ctx, dev));
 }
@@ -130,10 +127,6 @@ bool fx_open(const struct t_opts *ao, const char *what)
  * FI_REMOTE_WRITE). */
 bool counted_open(bool *event, const char *what)
 {
-	struct fi_cntr_attr attr = {
-		.events = FI_CNTR_EVENTS_COMP,
-		.wait_obj = FI_WAIT_UNSPEC,
-	};
 	struct t_opts fo = { .caps = FI_MSG | FI_TAGGED | FI_RMA |
 				     FI_RMA_EVENT };
 	struct t_opts ao = { .cntr_flags = FI_WRITE };
@@ -147,10 +140,10 @@ bool counted_open(bool *event, const char *what)
 		       "not checked\n", t_prov);
 	if (!fab_open(*event ? &fo : NULL, what))
 		return false;
-	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
+	cntrs[0] = t_cntr_open(&f, FI_WAIT_UNSPEC);
 	ao.cntr = cntrs[0];
 	if (*event) {
-		t_fi(fi_cntr_open(f.domain, &attr, &cntrs[1], NULL));
+		cntrs[1] = t_cntr_open(&f, FI_WAIT_UNSPEC);
 		bo.cntr = cntrs[1];
 	}
 	return eps_open(&ao, &bo, false, what);

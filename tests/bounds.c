@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hmltest.h"
 
@@ -430,18 +429,4 @@ static const struct t_case cases[] = {
 	T_CASE("stale", stale),
 };
 
-int main(int argc, char **argv)
-{
-	int c;
-
-	t_init(argc, argv, "H");
-	while ((c = getopt(argc, argv, "p:c:H")) != -1)
-		if (c == 'H')
-			t_host = true;
-	if (!t_host)
-		t_cuda_init();
-	t_trace_on(true);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases, .flags = T_CUDA | T_HOST | T_TRACE);

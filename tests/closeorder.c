@@ -5,7 +5,6 @@
  * tests/closeorder-clean, which checks that hmemloop ends with nothing open.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hmltest.h"
@@ -21,12 +20,10 @@ struct set {
 
 static void open_set(struct set *s)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP };
-
 	t_open(&s->f, NULL);
 	t_ep_open(&s->a, &s->f, NULL);
 	t_ep_open(&s->b, &s->f, NULL);
-	t_fi(fi_cntr_open(s->f.domain, &attr, &s->cntr, NULL));
+	s->cntr = t_cntr_open(&s->f, FI_WAIT_NONE);
 	t_reg(&s->f, s->buf, sizeof(s->buf), FI_REMOTE_WRITE | FI_SEND, 9,
 	      &s->mr);
 	s->alias = NULL;
@@ -47,7 +44,7 @@ static bool try_close(struct fid *fid, const char *what)
 	return true;
 }
 
-static struct set *s;
+static struct set *s = &(struct set) { 0 };
 
 /* The usual order: regions, endpoints, their queues, domain. */
 static void usual(void)
@@ -111,13 +108,4 @@ static const struct t_case cases[] = {
 	T_CASE("refused", refused),
 };
 
-int main(int argc, char **argv)
-{
-	s = calloc(1, sizeof(*s));
-	t_assert(s, "out of memory");
-	t_init(argc, argv, NULL);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	free(s);
-	return 0;
-}
+T_MAIN(cases);

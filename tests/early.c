@@ -168,11 +168,4 @@ static const struct t_case cases[] = {
 	T_CASE("other", to_other),
 };
 
-int main(int argc, char **argv)
-{
-	t_init(argc, argv, NULL);
-	t_cuda_init();
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases, .flags = T_CUDA);

@@ -111,10 +111,4 @@ static const struct t_case cases[] = {
 	T_CASE("fork", run),
 };
 
-int main(int argc, char **argv)
-{
-	t_init(argc, argv, NULL);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases);

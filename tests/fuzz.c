@@ -255,36 +255,38 @@ static bool device_batch(uint64_t seed, unsigned n)
 	return true;
 }
 
-static uint64_t env_or(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
+/* -s SEED, -n COUNT, -t SECONDS, -v; -H (t_host) no device sequences. */
+static const char *seed_arg, *count_arg, *seconds_arg;
 
-	return s && *s ? strtoull(s, NULL, 0) : dflt;
+static void opt(int c, const char *arg)
+{
+	if (c == 's')
+		seed_arg = arg;
+	else if (c == 'n')
+		count_arg = arg;
+	else if (c == 't')
+		seconds_arg = arg;
+	else
+		verbose = true;
 }
 
-int main(int argc, char **argv)
+/* Its own run, not a case: a child's report is compared byte for byte,
+ * and a case's time would differ. */
+static void fuzz(void)
 {
-	uint64_t seed = env_or("HMEMLOOP_FUZZ_SEED", 1);
-	double seconds = env_or("HMEMLOOP_FUZZ_SECONDS", 20), end;
-	unsigned count = 0, done = 0;
-	const char *mode = getenv("HMEMLOOP_FUZZ_CHILD");
-	bool device = true;
-	int c;
+	uint64_t seed = strtoull(seed_arg ? seed_arg :
+				 t_env("HMEMLOOP_FUZZ_SEED"), NULL, 0);
+	double seconds = seconds_arg ? atof(seconds_arg) :
+			 t_env_num("HMEMLOOP_FUZZ_SECONDS"), end;
+	unsigned count = count_arg ? strtoul(count_arg, NULL, 0) : 0;
+	const char *mode = t_env("HMEMLOOP_FUZZ_CHILD");
+	bool device = !t_host;
+	unsigned done = 0;
 
-	t_init(argc, argv, "s:n:t:vH");
-	while ((c = getopt(argc, argv, "p:s:n:t:vH")) != -1) {
-		switch (c) {
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		case 'n': count = strtoul(optarg, NULL, 0); break;
-		case 't': seconds = atof(optarg); break;
-		case 'v': verbose = true; break;
-		case 'H': device = false; break;
-		}
-	}
 	if (mode) {
 		if (!strcmp(mode, "device"))
 			t_cuda_init();
-		return fz_run(seed, count ? count : 1, !strcmp(mode, "device"));
+		exit(fz_run(seed, count ? count : 1, !strcmp(mode, "device")));
 	}
 	find_lib();
 	fz_print_known();
@@ -322,5 +324,12 @@ int main(int argc, char **argv)
 	       "memory: %u sequences, %u failed\n", t_prov, tally.seqs,
 	       tally.ops, tally.diffs, tally.prov_died, tally.dev_seqs,
 	       tally.dev_fails);
-	return tally.diffs || tally.dev_fails;
+	if (tally.diffs || tally.dev_fails)
+		exit(1);
 }
+
+static const struct t_case cases[] = {
+	T_CASE("fuzz", fuzz),
+};
+
+T_MAIN(cases, .flags = T_HOST, .opts = "s:n:t:v", .opt = opt, .run = fuzz);

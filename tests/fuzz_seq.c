@@ -548,7 +548,6 @@ static void open_world(uint64_t seed)
 		FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA,
 		FI_CQ_FORMAT_TAGGED,
 	};
-	struct fi_cntr_attr cattr = { .events = FI_CNTR_EVENTS_COMP };
 	struct fi_info *info;
 
 	w.ndom = 1 + rnd(MAXDOM);
@@ -569,7 +568,7 @@ static void open_world(uint64_t seed)
 		w.selective[e] = may(FZ_SELECTIVE, 4);
 		w.fmt[e] = (w.feat & FZ_CQ_FORMATS) ? fmts[rnd(4)] :
 			   FI_CQ_FORMAT_TAGGED;
-		t_fi(fi_cntr_open(f->domain, &cattr, &w.cntr[e], NULL));
+		w.cntr[e] = t_cntr_open(f, FI_WAIT_NONE);
 		t_ep_open(&w.ep[e], f, &(struct t_opts) {
 			.cq_format = w.fmt[e], .cntr = w.cntr[e],
 			.cntr_flags = FI_SEND | FI_RECV | FI_READ | FI_WRITE,
@@ -1134,7 +1133,7 @@ int fz_run(uint64_t seed, unsigned count, bool device)
 		w.rng = sd * 0x2545f4914f6cdd1dULL + 1;
 		w.device = device;
 		w.feat = fz_features(t_prov, device) &
-			 strtoul(getenv("HMEMLOOP_FUZZ_FEATURES") ?: "-1", NULL, 0);
+			 strtoul(t_env("HMEMLOOP_FUZZ_FEATURES"), NULL, 0);
 		printf("seq %" PRIu64 "\n", sd);
 		alarm(60);
 		open_world(sd);

@@ -303,7 +303,6 @@ static void wake(const char *what, void *(*fn)(void *), void *arg,
 static void sleeper(const char *what, enum fi_wait_obj cq_wait,
 		    bool counter, bool fd)
 {
-	struct fi_cntr_attr ca = { .wait_obj = FI_WAIT_UNSPEC };
 	struct fid_cntr *cntr = NULL;
 	struct t_opts o = caps;
 	struct t_fabric f;
@@ -318,7 +317,7 @@ static void sleeper(const char *what, enum fi_wait_obj cq_wait,
 	o.cq_wait = cq_wait;
 	t_open(&f, &o);
 	if (counter) {
-		t_fi(fi_cntr_open(f.domain, &ca, &cntr, NULL));
+		cntr = t_cntr_open(&f, FI_WAIT_UNSPEC);
 		o.cntr = cntr;
 		o.cntr_flags = FI_RECV;
 		o.own_cntr[0] = 0;
@@ -593,10 +592,4 @@ static const struct t_case cases[] = {
 	T_FRESH("atomic", atomics, 0),
 };
 
-int main(int argc, char **argv)
-{
-	t_init(argc, argv, NULL);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases);

@@ -29,9 +29,6 @@ static const char *const versions[] = {
 typedef int (*getinfo_fn)(uint32_t, const char *, const char *, uint64_t,
 			  const struct fi_info *, struct fi_info **);
 
-/* The inject size libfabric itself tells the application. */
-static size_t own_inject_size;
-
 /* Fail at the first line where two fi_tostr texts differ. */
 static void same_text(const char *a, const char *b, const char *how, int n)
 {
@@ -93,7 +90,6 @@ static void each_version(struct fi_info *hints)
 		t_fi(own_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints,
 				 &own));
 		same_answer(fi, own, versions[i]);
-		own_inject_size = own->tx_attr->inject_size;
 		freeinfo(own);
 		freeinfo(fi);
 		n++;
@@ -102,82 +98,28 @@ static void each_version(struct fi_info *hints)
 	t_ok("fi_getinfo in %d symbol versions: libfabric's own answer", n);
 }
 
-/* fi_inject of device memory to a receive of this process, as large as
- * libfabric tells the application it may be. */
-static void inject(struct t_ep *a, fi_addr_t self, struct t_mr *src,
-		   struct t_mr *dst, char *buf)
+/* FI_MR_HMEM in the hints; with -n, not even that. */
+static struct t_opts o = {
+	.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+		   FI_MR_PROV_KEY | FI_MR_HMEM,
+};
+static struct t_fabric f;
+static struct t_ep a;
+static fi_addr_t self;
+static struct t_mr src, dst, host;
+static char *buf;
+
+static void versions_case(void)
 {
-	size_t len = own_inject_size < LEN ? own_inject_size : LEN;
-	int ctx;
+	struct fi_info *hints = t_hints(&o);
 
-	if (!len) {
-		printf("note: no inject: %s's inject_size is 0\n", t_prov);
-		return;
-	}
-	t_fill(buf, len, 9);
-	t_dev_put(src->base, buf, len);
-	t_post(a->cq, fi_recv(a->ep, dst->base, LEN, dst->desc, FI_ADDR_UNSPEC,
-			      &ctx));
-	t_post(a->cq, fi_inject(a->ep, src->base, len, self));
-	t_expect(a->cq, &ctx, FI_RECV | FI_MSG, len);
-	t_dev_get(buf, dst->base, len);
-	t_assert(t_check(buf, len, 9), "fi_inject: wrong bytes received");
-	t_ok("same-process fi_inject of %zu device bytes (inject_size): "
-	     "right bytes", len);
-}
-
-int main(int argc, char **argv)
-{
-	struct t_opts o = {
-		.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-			   FI_MR_PROV_KEY | FI_MR_HMEM,
-	};
-	struct iovec iov;
-	struct fi_mr_attr attr = {
-		.mr_iov = &iov, .iov_count = 1,
-		.access = FI_REMOTE_WRITE | FI_WRITE | FI_RECV,
-	};
-	struct t_mr src, dst, host;
-	struct t_fabric f;
-	struct fi_info *hints;
-	struct t_ep a;
-	fi_addr_t self;
-	char *buf = malloc(LEN);
-	int c;
-
-	t_init(argc, argv, "n");
-	while ((c = getopt(argc, argv, "p:n")) != -1)
-		if (c == 'n')
-			o.mr_mode &= ~(uint64_t) FI_MR_HMEM;
-	t_cuda_init();
-
-	hints = fi_allocinfo();
-	hints->caps = FI_MSG | FI_TAGGED | FI_RMA;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = o.mr_mode;
-	hints->domain_attr->threading = FI_THREAD_SAFE;	/* as t_try_open */
-	hints->fabric_attr->prov_name = strdup(t_prov);
 	each_version(hints);
 	fi_freeinfo(hints);
+}
 
-	if (t_try_open(&f, &o) == -FI_ENODATA)
-		t_skip("%s: no RDM endpoint with these hints", t_prov);
-	t_ep_open(&a, &f, &o);
-	self = t_insert(&a, a.name);
-
-	/* fi_mr_reg, fi_mr_regattr with FI_HMEM_SYSTEM, and host memory. */
-	src.base = t_dev_alloc(LEN);
-	dst.base = t_dev_alloc(LEN);
-	t_reg(&f, src.base, LEN, FI_WRITE | FI_READ, 1, &src);
-	iov = (struct iovec) { dst.base, LEN };
-	attr.requested_key = 2;
-	t_fi(fi_mr_regattr(f.domain, &attr, 0, &dst.mr));
-	dst.desc = fi_mr_desc(dst.mr);
-	dst.key = fi_mr_key(dst.mr);
-	t_reg(&f, buf, LEN, FI_WRITE | FI_READ, 3, &host);
-	printf("registered: device %p and %p, host %p\n", src.base, dst.base,
-	       (void *) buf);
-
+/* A same-process fi_write of device memory. */
+static void write_case(void)
+{
 	t_fill(buf, LEN, 7);
 	t_dev_put(src.base, buf, LEN);
 	memset(buf, 0, LEN);
@@ -188,8 +130,78 @@ int main(int argc, char **argv)
 	t_dev_get(buf, dst.base, LEN);
 	t_assert(t_check(buf, LEN, 7), "fi_write: wrong bytes at the target");
 	t_ok("same-process fi_write of device memory: right bytes");
-	inject(&a, self, &src, &dst, buf);
+}
 
+/* fi_inject of device memory to a receive of this process, as large as
+ * libfabric tells the application it may be (its answer, which through
+ * hmemloop is libfabric's own: the case versions). */
+static void inject_case(void)
+{
+	size_t len = f.info->tx_attr->inject_size;
+	int ctx;
+
+	if (len > LEN)
+		len = LEN;
+	if (!len) {
+		printf("note: no inject: %s's inject_size is 0\n", t_prov);
+		return;
+	}
+	t_fill(buf, len, 9);
+	t_dev_put(src.base, buf, len);
+	t_post(a.cq, fi_recv(a.ep, dst.base, LEN, dst.desc, FI_ADDR_UNSPEC,
+			     &ctx));
+	t_post(a.cq, fi_inject(a.ep, src.base, len, self));
+	t_expect(a.cq, &ctx, FI_RECV | FI_MSG, len);
+	t_dev_get(buf, dst.base, len);
+	t_assert(t_check(buf, len, 9), "fi_inject: wrong bytes received");
+	t_ok("same-process fi_inject of %zu device bytes (inject_size): "
+	     "right bytes", len);
+}
+
+static const struct t_case cases[] = {
+	T_CASE("versions", versions_case),
+	T_CASE("write", write_case),
+	T_CASE("inject", inject_case),
+};
+
+static void no_hmem(int c, const char *arg)
+{
+	(void) c;
+	(void) arg;
+	o.mr_mode &= ~(uint64_t) FI_MR_HMEM;
+}
+
+/* The endpoint, its own address in its AV, and regions: fi_mr_reg,
+ * fi_mr_regattr with FI_HMEM_SYSTEM, and host memory. */
+static void setup(void)
+{
+	struct iovec iov;
+	struct fi_mr_attr attr = {
+		.mr_iov = &iov, .iov_count = 1,
+		.access = FI_REMOTE_WRITE | FI_WRITE | FI_RECV,
+		.requested_key = 2,
+	};
+
+	buf = malloc(LEN);
+	t_assert(buf, "out of memory");
+	if (t_try_open(&f, &o) == -FI_ENODATA)
+		t_skip("%s: no RDM endpoint with these hints", t_prov);
+	t_ep_open(&a, &f, &o);
+	self = t_insert(&a, a.name);
+	src.base = t_dev_alloc(LEN);
+	dst.base = t_dev_alloc(LEN);
+	t_reg(&f, src.base, LEN, FI_WRITE | FI_READ, 1, &src);
+	iov = (struct iovec) { dst.base, LEN };
+	t_fi(fi_mr_regattr(f.domain, &attr, 0, &dst.mr));
+	dst.desc = fi_mr_desc(dst.mr);
+	dst.key = fi_mr_key(dst.mr);
+	t_reg(&f, buf, LEN, FI_WRITE | FI_READ, 3, &host);
+	printf("registered: device %p and %p, host %p\n", src.base, dst.base,
+	       (void *) buf);
+}
+
+static void teardown(void)
+{
 	t_fi(fi_close(&host.mr->fid));
 	t_fi(fi_close(&dst.mr->fid));
 	t_fi(fi_close(&src.mr->fid));
@@ -198,5 +210,7 @@ int main(int argc, char **argv)
 	t_ep_close(&a);
 	t_close(&f);
 	free(buf);
-	return 0;
 }
+
+T_MAIN(cases, .flags = T_CUDA, .opts = "n", .opt = no_hmem, .setup = setup,
+       .teardown = teardown);

@@ -32,15 +32,11 @@
 #define T_MR_SCALABLE	(1 << 1)
 
 extern const char *t_prov;
-extern const char *t_argv0;		/* set by t_init */
 
 /* The core provider under t_prov: tcp for tcp;ofi_rxm, t_prov itself for
  * one that is not layered. A copy, the caller's to free. */
 char *t_core_prov(void);
 
-/* Parse -p PROVIDER and -c NAME,... (t_only); other options are left
- * from optind on. */
-void t_init(int argc, char **argv, const char *opts);
 void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -48,19 +44,35 @@ void t_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define t_fi(call) t_fi_check((call), #call, __LINE__)
 long t_fi_check(long ret, const char *what, int line);
 
+/*
+ * What a test opens, all zero for the defaults (o may be NULL). The fields
+ * up to msg_order are the hints of t_open and its kin; the rest say what
+ * t_ep_open makes.
+ */
 struct t_opts {
+	const char *prov;		/* default t_prov; t_core_prov's for
+					 * its core */
 	uint32_t version;		/* API version, default 1.17 */
 	uint64_t caps;			/* default FI_MSG|FI_TAGGED|FI_RMA */
-	uint64_t mr_mode;		/* default: what the tests can handle */
+	uint64_t mr_mode;		/* default: what the tests can handle
+					 * (before API 1.5, FI_MR_BASIC) */
 	uint64_t mode;
 	enum fi_ep_type type;		/* default FI_EP_RDM */
+	bool shared_rx;			/* rx_ctx_cnt FI_SHARED_CONTEXT */
 	enum fi_cq_format cq_format;	/* default FI_CQ_FORMAT_TAGGED */
 	size_t cq_size;			/* default: the provider's */
 	uint64_t tx_op_flags;
-	enum fi_threading threading;
+	enum fi_threading threading;	/* default FI_THREAD_SAFE */
 	enum fi_progress progress;	/* data progress, default the provider's */
 	uint64_t msg_order;		/* transmit and receive, default none */
-	/* The endpoint t_ep_open makes: its CQ, */
+	/* The endpoint t_ep_open makes: bound and enabled, unless open_only
+	 * (then t_ep_enable does it); its CQ and AV the caller's where given
+	 * (t_ep_close leaves them open), else its own, an EQ instead of the
+	 * AV for a connected one (FI_EP_MSG); */
+	bool open_only;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	/* its own CQ, */
 	enum fi_wait_obj cq_wait;	/* default FI_WAIT_NONE */
 	enum fi_cq_wait_cond cq_cond;
 	struct fid_wait *wait_set;	/* with cq_wait FI_WAIT_SET */
@@ -89,8 +101,11 @@ struct t_ep {
 	struct fid_ep *ep;
 	struct fid_cq *cq;		/* transmit and receive */
 	struct fid_av *av;
+	struct fid_eq *eq;		/* FI_EP_MSG, instead of av */
 	struct fid_cntr *cntr[2];	/* t_opts.own_cntr's, closed with it */
-	char name[256];
+	enum fi_cq_format format;	/* cq's */
+	bool shared_cq, shared_av;	/* the caller's (t_opts.cq, .av) */
+	char name[256];			/* none for FI_EP_MSG */
 	size_t namelen;
 };
 
@@ -101,46 +116,68 @@ struct t_mr {
 	void *base;
 };
 
+/* ---- the fixture (fixture.c) ---- */
+
+/* o's hints, the caller's to free: for what asks libfabric itself. */
+struct fi_info *t_hints(const struct t_opts *o);
+/* Whether fi_getinfo has an answer for o's hints. */
+bool t_offers(const struct t_opts *o);
+/* A fabric and domain of o's hints; without any, the test skips. */
 void t_open(struct t_fabric *f, const struct t_opts *o);
 /* As t_open, but -FI_ENODATA (nothing fits the hints) is returned, not a
  * skip. */
 int t_try_open(struct t_fabric *f, const struct t_opts *o);
-/* As t_try_open, with hints of the caller's (freed here). */
-int t_open_hints(struct t_fabric *f, struct fi_info *hints);
 void t_close(struct t_fabric *f);
-/* An endpoint with its own CQ and AV, and what o asks for of the fields
- * after msg_order (all of o may be NULL), enabled, its name read and its
- * CQ driven (t_progress). */
+/* An endpoint with what o asks for (see struct t_opts), enabled, its name
+ * read and its CQ driven (t_progress). */
 void t_ep_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o);
 /* As t_ep_open, but a CQ, bind or fi_enable the provider refuses is
  * returned (-FI_E*, nothing left open), not a failure; *what names the
  * call where what is not NULL. */
 int t_ep_try_open(struct t_ep *e, struct t_fabric *f, const struct t_opts *o,
 		  const char **what);
+/* For an endpoint opened with open_only: bind what o asks for, enable it,
+ * read its name; as t_ep_try_open, -FI_E* and *what where refused (close
+ * it then with t_ep_close). */
+int t_ep_enable(struct t_ep *e, const struct t_opts *o, const char **what);
 void t_ep_close(struct t_ep *e);
 fi_addr_t t_insert(struct t_ep *e, const void *name);
 void t_reg(struct t_fabric *f, void *buf, size_t len, uint64_t access,
 	   uint64_t key, struct t_mr *m);
 /* The address an initiator names for byte off of a region. */
 uint64_t t_raddr(const struct t_fabric *f, const struct t_mr *m, size_t off);
+/* A counter of completions with this wait object, in the wait set set
+ * where given, its context ctx; -FI_E* where the provider has none such. */
+int t_cntr_try_open(struct t_fabric *f, enum fi_wait_obj wait,
+		    struct fid_wait *set, void *ctx, struct fid_cntr **c);
+struct fid_cntr *t_cntr_open(struct t_fabric *f, enum fi_wait_obj wait);
+/* A shared receive context (t_opts.srx) of f's domain; -FI_E* where the
+ * provider has none. */
+int t_srx_try_open(struct t_fabric *f, struct fid_ep **srx);
 
-/* ---- cases (cases.c) ---- */
+/* ---- the case runner (cases.c) ---- */
 
 /* What a case needs; without it the case is skipped, saying so. */
 #define T_NEED_DOUBLE	(1 << 0)	/* the CUDA driver double */
 #define T_NEED_SHIM	(1 << 1)	/* HMEMLOOP_ENABLE=1 */
 
+/* What check is told of a fresh case that limit_s ended. */
+#define T_TIMED_OUT	(-1)
+
 struct t_case {
 	const char *name;
 	void (*run)(void);
 	unsigned need;
-	/* A case in a process of its own: this program again as "-p PROVIDER
-	 * -c NAME", with env (NAME=VALUE) set and HMEMLOOP_TEST_WAIT at most
-	 * wait_s where given; check judges its wait status (without, it must
-	 * exit 0). */
+	int arg;			/* what t_arg() tells run */
+	/* A case in a process of its own: this program again with its
+	 * arguments and "-c NAME", with env (NAME=VALUE) set and
+	 * HMEMLOOP_TEST_WAIT at most wait_s where given; killed after
+	 * limit_s where given (check is told T_TIMED_OUT), else after
+	 * 3 * HMEMLOOP_TEST_WAIT + 30 s (a failure). check judges its wait
+	 * status; without, it must exit 0. */
 	bool fresh;
 	const char *env[2];
-	double wait_s;
+	double wait_s, limit_s;
 	void (*check)(const struct t_case *c, int status);
 };
 
@@ -151,15 +188,61 @@ struct t_case {
 	{ .name = (n), .run = (fn), .need = (needs), .fresh = true, \
 	  .env = { __VA_ARGS__ } }
 
-/* -c NAME,...: the cases to run (all where NULL); t_init reads it. */
+/* A program: its cases, what it needs before them, its own options. */
+#define T_CUDA		(1 << 0)	/* device 0's primary context current
+					 * (t_cuda_init), unless -H */
+#define T_HOST		(1 << 1)	/* -H: host memory (t_host), the
+					 * provider alone the oracle; without,
+					 * -H skips it */
+#define T_TRACE		(1 << 2)	/* traces on (t_trace_on): kind diff */
+
+struct t_prog {
+	const struct t_case *cases, *more;	/* -l lists both */
+	size_t n, nmore;
+	unsigned flags;
+	const char *opts;		/* its own options, getopt letters */
+	void (*opt)(int c, const char *arg);
+	void (*setup)(void);		/* before the cases */
+	void (*run)(void);		/* instead of running both in order */
+	void (*teardown)(void);		/* after them */
+};
+
+/*
+ * Every program's main, T_MAIN(cases, more fields of struct t_prog):
+ * "-p PROVIDER" (default tcp;ofi_rxm), "-c NAME,..." only those cases (a
+ * name that matches none fails), -H on host memory, -l the cases' names,
+ * and the program's own options; then the cases, each saying how long it
+ * took, between setup and teardown.
+ */
+int t_main(int argc, char **argv, const struct t_prog *p);
+/* For a program with a main of its own (tests/doubles/efa/efa_test.c: its
+ * provider efa unless -p says another): the options as t_main reads
+ * them, opts left for the program to read again from optind 1 on. */
+void t_init(int argc, char **argv, const char *opts);
+#define T_MAIN(table, ...)						\
+	static const struct t_prog t_prog_ = {				\
+		.cases = (table),					\
+		.n = sizeof(table) / sizeof((table)[0]),		\
+		__VA_ARGS__						\
+	};								\
+	int main(int argc, char **argv)					\
+	{								\
+		return t_main(argc, argv, &t_prog_);			\
+	}								\
+	struct t_prog	/* the caller's ';' ends this */
+/* The second table's fields of struct t_prog. */
+#define T_MORE(t)	.more = (t), .nmore = sizeof(t) / sizeof((t)[0])
+
+/* -c NAME,...: the cases to run (all where NULL). */
 extern const char *t_only;
 bool t_wanted(const char *name);
-/* Run the cases wanted, in order, saying how long each took. */
+/* Run the cases wanted, in order, saying how long each took: what a
+ * program's run does for each of its sweep's settings. */
 void t_run_cases(const struct t_case *cases, size_t n);
 #define T_RUN_CASES(cases) \
 	t_run_cases((cases), sizeof(cases) / sizeof((cases)[0]))
-/* Fail if -c named no case of the tables run. */
-void t_cases_done(void);
+/* The running case's arg. */
+int t_arg(void);
 /* True in the process a fresh case runs in. */
 bool t_fresh(void);
 /* "skip: " and the reason, counted; the case returns after it. */
@@ -168,10 +251,13 @@ int t_skips(void);
 /* The CUDA driver double, not a GPU's driver (after cuInit). */
 bool t_cuda_double(void);
 bool t_shim_enabled(void);
-/* Run this program again with args (argv[0] first) and env (NAME=VALUE,
- * NULL-terminated) added to its environment; its wait status. After
- * seconds (where above 0) it is killed and the test fails. */
-int t_respawn(char *const args[], const char *const env[], double seconds);
+
+/* A test setting (tests/env.c, the one list of them): its value, or its
+ * default (NULL where none) where unset or empty; a name not in the list
+ * fails. */
+const char *t_env(const char *name);
+/* Its value as a number; 0 where unset without a default. */
+double t_env_num(const char *name);
 
 /* Monotonic seconds; how long a test waits for what must come (seconds,
  * HMEMLOOP_TEST_WAIT, default 10). */
@@ -287,7 +373,7 @@ void t_trace_bytes(const void *p, size_t n);
  * the case running on, its assertions checked, untraced until it ends. */
 bool t_no_oracle(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For the fixture: t_ep_open's names, and a case's start and end (cases.c). */
-void t_name_ep(struct t_ep *e, enum fi_cq_format format);
+void t_name_ep(struct t_ep *e);
 void t_trace_case(const char *name);
 void t_trace_case_end(void);
 

@@ -8,13 +8,15 @@
  * Through util providers, whose sread reads the CQ through its own ops,
  * a wrapper that forwarded to another op than its own once looped for
  * ever here.
+ *
+ * Each sread runs in a process of its own (a case TYPE-WAIT-CALL), so
+ * that a provider that never returns from it (shm 1.17 with some wait
+ * objects) is recorded, not waited for: hmemloop must then do the same.
  */
-#include <signal.h>
-#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/wait.h>
 
 #include "hmltest.h"
 
@@ -30,130 +32,114 @@ static const struct {
 	{ FI_WAIT_YIELD, "yield" },
 };
 
-/* The provider name that offers this endpoint type: a utility provider
- * layered over a core one (tcp;ofi_rxm) offers FI_EP_MSG through the core
- * alone. */
-static char *prov_for(enum fi_ep_type type)
+/* A case's arg: which endpoint type, wait object and call. */
+#define MSG	(1 << 4)
+#define FROM	(1 << 3)
+#define WAIT(a)	((a) & 7)
+
+static const char *type_of(int arg)
 {
-	return type == FI_EP_MSG ? t_core_prov() : strdup(t_prov);
+	return arg & MSG ? "msg" : "rdm";
 }
 
-/* Open a domain of this type, or say it has none. */
-static bool open_type(struct t_fabric *f, enum fi_ep_type type)
+static const char *call_of(int arg)
 {
-	struct fi_info *h = fi_allocinfo();
-
-	h->caps = FI_MSG;
-	h->ep_attr->type = type;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = prov_for(type);
-	return t_open_hints(f, h) == 0;
+	return arg & FROM ? "sreadfrom" : "sread";
 }
 
-static void idle(struct t_fabric *f, const char *type, int w, bool from)
+static void idle(void)
 {
-	struct fi_cq_attr attr = {
-		.format = FI_CQ_FORMAT_TAGGED,
-		.wait_obj = waits[w].obj,
+	int arg = t_arg(), w = WAIT(arg);
+	const char *type = type_of(arg);
+	/* A utility provider layered over a core one (tcp;ofi_rxm) offers
+	 * FI_EP_MSG through the core alone. */
+	char *prov = arg & MSG ? t_core_prov() : NULL;
+	struct t_opts o = {
+		.prov = prov,
+		.caps = FI_MSG,
+		.type = arg & MSG ? FI_EP_MSG : FI_EP_RDM,
+		.cq_wait = waits[w].obj,
 	};
 	struct fi_cq_tagged_entry ent;
-	bool msg = f->info->ep_attr->type == FI_EP_MSG;
-	fi_addr_t src;
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_eq *eq = NULL;
-	struct fid_av *av = NULL;
+	struct t_fabric f;
+	const char *what;
 	double start, took;
+	struct t_ep e;
+	fi_addr_t src;
 	ssize_t ret;
 
-	ret = fi_cq_open(f->domain, &attr, &cq, NULL);
-	if (ret) {
-		printf("digest: %s %s cq_open %zd\n", type, waits[w].name, ret);
+	if (t_try_open(&f, &o)) {
+		printf("digest: %s none\n", type);
+		free(prov);
 		return;
 	}
-	t_fi(fi_endpoint(f->domain, f->info, &ep, NULL));
-	t_fi(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
-	if (msg) {
-		t_fi(fi_eq_open(f->fabric, &eq_attr, &eq, NULL));
-		t_fi(fi_ep_bind(ep, &eq->fid, 0));
-	} else {
-		t_fi(fi_av_open(f->domain, &av_attr, &av, NULL));
-		t_fi(fi_ep_bind(ep, &av->fid, 0));
-	}
+	free(prov);
 	/* Enabled, as applications do: shm crashes in an sread on a CQ of
 	 * an endpoint never enabled. */
-	t_fi(fi_enable(ep));
+	ret = t_ep_try_open(&e, &f, &o, &what);
+	if (ret && !strcmp(what, "fi_cq_open")) {
+		printf("digest: %s %s cq_open %zd\n", type, waits[w].name, ret);
+		t_close(&f);
+		return;
+	}
+	t_assert(!ret, "%s %s: %s: %zd", type, waits[w].name, what, ret);
 	start = t_now();
-	ret = from ? fi_cq_sreadfrom(cq, &ent, 1, &src, NULL, TIMEOUT_MS) :
-		     fi_cq_sread(cq, &ent, 1, NULL, TIMEOUT_MS);
+	ret = arg & FROM ?
+	      fi_cq_sreadfrom(e.cq, &ent, 1, &src, NULL, TIMEOUT_MS) :
+	      fi_cq_sread(e.cq, &ent, 1, NULL, TIMEOUT_MS);
 	took = (t_now() - start) * 1000;
-	printf("digest: %s %s %s %zd\n", type, waits[w].name,
-	       from ? "sreadfrom" : "sread", ret);
+	printf("digest: %s %s %s %zd\n", type, waits[w].name, call_of(arg),
+	       ret);
 	t_assert(ret == -FI_EAGAIN, "%s %s: an idle sread returned %zd",
 		 type, waits[w].name, ret);
 	/* Loose bounds: what matters is that it ends, and not at once. */
 	t_assert(took >= TIMEOUT_MS / 2 && took < 20 * TIMEOUT_MS,
 		 "%s %s: an idle sread of %d ms took %.0f ms", type,
 		 waits[w].name, TIMEOUT_MS, took);
-	t_fi(fi_close(&ep->fid));
-	t_fi(fi_close(msg ? &eq->fid : &av->fid));
-	t_fi(fi_close(&cq->fid));
+	t_ep_close(&e);
+	t_close(&f);
 }
 
-/* One sread in a child of its own, so that a provider that never returns
- * from it (shm 1.17 with some wait objects) is recorded, not waited for:
- * hmemloop must then do the same. */
-static void one(enum fi_ep_type type, const char *name, int w, bool from)
+/* A process that never returned is recorded; one that ended must have
+ * ended well. */
+static void recorded(const struct t_case *c, int st)
 {
-	struct t_fabric f;
-	double end;
-	pid_t pid;
-	int st;
+	int w = WAIT(c->arg);
 
-	fflush(stdout);
-	pid = fork();
-	t_assert(pid >= 0, "fork failed");
-	if (!pid) {
-		if (!open_type(&f, type)) {
-			printf("digest: %s none\n", name);
-			exit(0);
-		}
-		idle(&f, name, w, from);
-		t_close(&f);
-		exit(0);
+	if (st == T_TIMED_OUT) {
+		printf("digest: %s %s %s never returns\n", type_of(c->arg),
+		       waits[w].name, call_of(c->arg));
+		return;
 	}
-	for (end = t_now() + 20 * TIMEOUT_MS / 1000.0; t_now() < end;) {
-		if (waitpid(pid, &st, WNOHANG) == pid) {
-			t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
-				 "%s %s: the child failed (status %#x)", name,
-				 waits[w].name, st);
-			return;
-		}
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	printf("digest: %s %s %s never returns\n", name, waits[w].name,
-	       from ? "sreadfrom" : "sread");
+	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
+		 "%s: the child failed (status %#x)", c->name, st);
 }
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		enum fi_ep_type type;
-		const char *name;
-	} types[] = { { FI_EP_RDM, "rdm" }, { FI_EP_MSG, "msg" } };
+#define IDLE(n, a) { .name = (n), .run = idle, .arg = (a), .fresh = true, \
+		     .limit_s = 20 * TIMEOUT_MS / 1000.0, .check = recorded }
 
-	t_init(argc, argv, NULL);
-	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
-		for (size_t w = 0; w < sizeof(waits) / sizeof(waits[0]); w++) {
-			one(types[t].type, types[t].name, w, false);
-			one(types[t].type, types[t].name, w, true);
-		}
-	}
+static const struct t_case cases[] = {
+	IDLE("rdm-unspec-sread", 0),
+	IDLE("rdm-unspec-sreadfrom", FROM),
+	IDLE("rdm-fd-sread", 1),
+	IDLE("rdm-fd-sreadfrom", 1 | FROM),
+	IDLE("rdm-mutex_cond-sread", 2),
+	IDLE("rdm-mutex_cond-sreadfrom", 2 | FROM),
+	IDLE("rdm-yield-sread", 3),
+	IDLE("rdm-yield-sreadfrom", 3 | FROM),
+	IDLE("msg-unspec-sread", MSG),
+	IDLE("msg-unspec-sreadfrom", MSG | FROM),
+	IDLE("msg-fd-sread", MSG | 1),
+	IDLE("msg-fd-sreadfrom", MSG | 1 | FROM),
+	IDLE("msg-mutex_cond-sread", MSG | 2),
+	IDLE("msg-mutex_cond-sreadfrom", MSG | 2 | FROM),
+	IDLE("msg-yield-sread", MSG | 3),
+	IDLE("msg-yield-sreadfrom", MSG | 3 | FROM),
+};
+
+static void all_done(void)
+{
 	t_ok("idle sreads end as the provider's do");
-	return 0;
 }
+
+T_MAIN(cases, .teardown = all_done);

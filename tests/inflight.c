@@ -167,12 +167,9 @@ static void small_landed(size_t n, const char *what)
 /* a with its CQ ao's and a counter (cntrs[0], FI_WRITE) that waits. */
 static bool many_open(struct t_opts *ao, const char *what)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_UNSPEC };
-
 	if (!fab_open(NULL, what))
 		return false;
-	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
+	cntrs[0] = t_cntr_open(&f, FI_WAIT_UNSPEC);
 	ao->cntr = cntrs[0];
 	ao->cntr_flags = FI_WRITE;
 	if (!eps_open(ao, NULL, false, what))
@@ -680,10 +677,4 @@ static const struct t_case cases[] = {
 		T_NEED_DOUBLE, "CUDA_DOUBLE_FAIL_QUERY=2+", "HMEMLOOP_ASYNC=1"),
 };
 
-int main(int argc, char **argv)
-{
-	fx_init(argc, argv);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases, .flags = T_CUDA, .setup = fx_setup);

@@ -85,14 +85,13 @@ static void close_rest(char *out, size_t size)
  * counted, then the words of order closed: the answers, into out. */
 static bool run_order(const char *order, char *out, size_t size)
 {
-	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP };
 	struct t_opts ao = { .cntr_flags = FI_WRITE };
 	char words[128], *w, *save;
 
 	*out = 0;
 	if (!fab_open(NULL, order))
 		return false;
-	t_fi(fi_cntr_open(f.domain, &attr, &cntrs[0], NULL));
+	cntrs[0] = t_cntr_open(&f, FI_WAIT_NONE);
 	ao.cntr = cntrs[0];
 	if (!eps_open(&ao, NULL, false, order))
 		return false;

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Test programs, the harness and its list. tests/TESTS says how each runs.
 check_LTLIBRARIES += tests/libhmltest.la
-tests_libhmltest_la_SOURCES = tests/common.c tests/progress.c tests/trace.c \
-	tests/cases.c tests/hmltest.h
+tests_libhmltest_la_SOURCES = tests/common.c tests/fixture.c \
+	tests/progress.c tests/trace.c tests/cases.c tests/env.c \
+	tests/hmltest.h
 LDADD = tests/libhmltest.la $(LIBFABRIC_LIBS) $(CUDA_TEST_LIBS)
 
 check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \

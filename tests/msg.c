@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "msg.h"
 
@@ -196,40 +195,30 @@ struct fx fx;
 static struct ep *eps[8];
 static int neps;
 
-static struct fi_info *hints(uint64_t caps, bool sas, bool shared)
+/* Every fabric's hints: contexts the provider may ask for, messages in
+ * order where sas. */
+static struct t_opts opts(uint64_t caps, bool sas, bool shared)
 {
-	struct fi_info *h = fi_allocinfo();
-
-	h->caps = caps;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->ep_attr->type = FI_EP_RDM;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	if (sas)
-		h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS;
-	if (shared)
-		h->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
-	h->fabric_attr->prov_name = strdup(t_prov);
-	return h;
+	return (struct t_opts) {
+		.caps = caps,
+		.mode = FI_CONTEXT | FI_CONTEXT2,
+		.msg_order = sas ? FI_ORDER_SAS : 0,
+		.shared_rx = shared,
+	};
 }
 
-int open_fabric(struct t_fabric *f, uint64_t caps, bool sas,
-		       bool shared)
+int open_fabric(struct t_fabric *f, uint64_t caps, bool sas, bool shared)
 {
-	return t_open_hints(f, hints(caps, sas, shared));
+	struct t_opts o = opts(caps, sas, shared);
+
+	return t_try_open(f, &o);
 }
 
 bool supported(uint64_t caps, bool sas, bool shared)
 {
-	struct fi_info *h = hints(caps, sas, shared), *i = NULL;
-	int ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &i);
+	struct t_opts o = opts(caps, sas, shared);
 
-	fi_freeinfo(h);
-	fi_freeinfo(i);
-	if (ret && ret != -FI_ENODATA)
-		t_fi(ret);
-	return !ret;
+	return t_offers(&o);
 }
 
 void ep_open(struct ep *e, struct t_fabric *f, const char *name,
@@ -790,35 +779,39 @@ static const struct t_case cases[] = {
 	T_CASE("srx", srx),
 };
 
-int main(int argc, char **argv)
+/* -P RFD,WFD,CAPS,SAS: the race's peer (msg_race.c), on those pipes. */
+static int rfd = -1, wfd;
+static double t0;
+
+static void peer_opt(int c, const char *arg)
 {
-	int c, rfd = -1, wfd = -1, sas = 0;
-	unsigned long long caps = 0;
-	double t0 = t_now();
+	unsigned long long caps;
+	int sas;
 
-	t_init(argc, argv, "P:");
-	while ((c = getopt(argc, argv, "p:c:P:")) != -1) {
-		if (c == 'P' && sscanf(optarg, "%d,%d,%llx,%d", &rfd, &wfd,
-				       &caps, &sas) != 4)
-			t_fail("usage: %s [-p PROVIDER] [-c CASE,...]",
-			       argv[0]);
-	}
-	if (rfd >= 0) {
-		fx.caps = caps;
-		fx.sas = sas;
-		fx.source = caps & FI_SOURCE;
-		return peer(rfd, wfd);
-	}
+	(void) c;
+	if (sscanf(arg, "%d,%d,%llx,%d", &rfd, &wfd, &caps, &sas) != 4)
+		t_fail("-P %s: not RFD,WFD,CAPS,SAS", arg);
+	fx.caps = caps;
+	fx.sas = sas;
+	fx.source = caps & FI_SOURCE;
+}
 
+static void setup(void)
+{
+	t0 = t_now();
+	if (rfd >= 0)
+		exit(peer(rfd, wfd));
 	t_cuda_init();
 	fx.dbl = t_cuda_double();
 	buffers();
 	fx_open();
+}
 
-	T_RUN_CASES(cases);
-	t_cases_done();
-
+static void teardown(void)
+{
 	fx_close();
 	printf("%s: %.1f s\n", t_prov, t_now() - t0);
-	return 0;
 }
+
+T_MAIN(cases, .opts = "P:", .opt = peer_opt, .setup = setup,
+       .teardown = teardown);

@@ -203,7 +203,7 @@ void srx(void)
 		return;
 	}
 	t_fi(open_fabric(&f, caps, fx.sas, true));
-	ret = fi_srx_context(f.domain, f.info->rx_attr, &ctx, NULL);
+	ret = t_srx_try_open(&f, &ctx);
 	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP) {
 		printf("skip: %s: fi_srx_context: %s\n", t_prov,
 		       fi_strerror(-ret));

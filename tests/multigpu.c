@@ -328,24 +328,31 @@ static void plan(void)
 		round_of(0, 1, 10000);
 }
 
-/* On the double: the plan on two devices, then on three, each in a
- * process of its own. */
-static const struct t_case on_double[] = {
-	{ .name = "two-devices", .run = plan, .fresh = true,
-	  .env = { "CUDA_DOUBLE_DEVICES=2" } },
-	{ .name = "three-devices", .run = plan, .fresh = true,
-	  .env = { "CUDA_DOUBLE_DEVICES=3" } },
-};
-
-int main(int argc, char **argv)
+/* On a GPU's driver, the devices there are. */
+static void devices(void)
 {
-	t_init(argc, argv, NULL);
-	t_cu(cuInit(0));
-	if (t_cuda_double() && !getenv("CUDA_DOUBLE_DEVICES")) {
-		T_RUN_CASES(on_double);
-		t_cases_done();
-		return 0;
+	if (t_cuda_double()) {
+		t_case_skip("devices: on the double, two-devices and "
+			    "three-devices run the plan");
+		return;
 	}
 	plan();
-	return 0;
 }
+
+/* On the double: the plan on two devices, then on three, each in a
+ * process of its own. */
+static const struct t_case cases[] = {
+	T_CASE("devices", devices),
+	{ .name = "two-devices", .run = plan, .need = T_NEED_DOUBLE,
+	  .fresh = true, .env = { "CUDA_DOUBLE_DEVICES=2" } },
+	{ .name = "three-devices", .run = plan, .need = T_NEED_DOUBLE,
+	  .fresh = true, .env = { "CUDA_DOUBLE_DEVICES=3" } },
+};
+
+/* No context made current: device 0 must stay untouched. */
+static void init(void)
+{
+	t_cu(cuInit(0));
+}
+
+T_MAIN(cases, .setup = init);

@@ -11,9 +11,9 @@
  *   setname        a new endpoint takes, with fi_setname, the name of one
  *                  that closed after its name went into the receiver's AV
  *
- * The sender opens by hand: its name, its enable and its fi_setname are
- * the subject. Run by the harness with and without hmemloop ("digest:"
- * lines).
+ * The sender opens unbound (t_opts.open_only): its name, its enable and
+ * its fi_setname are the subject. Run by the harness with and without
+ * hmemloop ("digest:" lines).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,50 +27,22 @@ static const struct t_opts caps = {
 	.caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE,
 };
 
-struct sender {
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	char name[256];
-	size_t len;
-};
-
-static void sender_new(struct t_fabric *f, struct sender *s)
+/* The sender, opened unbound: its name, its fi_enable and its fi_setname
+ * are the subject. */
+static void sender_new(struct t_fabric *f, struct t_ep *s)
 {
-	struct fi_cq_attr cq = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr av = { .type = FI_AV_TABLE };
-
-	memset(s, 0, sizeof(*s));
-	t_fi(fi_cq_open(f->domain, &cq, &s->cq, NULL));
-	t_fi(fi_endpoint(f->domain, f->info, &s->ep, NULL));
-	t_fi(fi_av_open(f->domain, &av, &s->av, NULL));
+	t_ep_open(s, f, &(struct t_opts) { .open_only = true });
 }
 
-static void sender_enable(struct sender *s)
+static int name_of(struct t_ep *s)
 {
-	t_fi(fi_ep_bind(s->ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
-	t_fi(fi_ep_bind(s->ep, &s->av->fid, 0));
-	t_fi(fi_enable(s->ep));
-	t_progress(s->cq);
-}
-
-static int name_of(struct sender *s)
-{
-	s->len = sizeof(s->name);
-	return fi_getname(&s->ep->fid, s->name, &s->len);
-}
-
-static void sender_close(struct sender *s)
-{
-	t_unprogress(s->cq);
-	t_fi(fi_close(&s->ep->fid));
-	t_fi(fi_close(&s->av->fid));
-	t_fi(fi_close(&s->cq->fid));
+	s->namelen = sizeof(s->name);
+	return fi_getname(&s->ep->fid, s->name, &s->namelen);
 }
 
 /* s sends to r, which receives from src only: the message lands, and
  * FI_SOURCE says src. */
-static void directed_one(struct sender *s, struct t_ep *r, fi_addr_t src,
+static void directed_one(struct t_ep *s, struct t_ep *r, fi_addr_t src,
 			 fi_addr_t to, bool tagged, const char *what)
 {
 	char out[LEN], in[LEN] = { 0 };
@@ -102,13 +74,11 @@ static void directed_one(struct sender *s, struct t_ep *r, fi_addr_t src,
 	       "fi_addr\n", what, tagged ? "tagged" : "untagged");
 }
 
-static void directed(struct sender *s, struct t_ep *r, fi_addr_t src,
+static void directed(struct t_ep *s, struct t_ep *r, fi_addr_t src,
 		     const char *what)
 {
-	fi_addr_t to = FI_ADDR_NOTAVAIL;
+	fi_addr_t to = t_insert(s, r->name);
 
-	t_assert(fi_av_insert(s->av, r->name, 1, &to, 0, NULL) == 1,
-		 "%s: fi_av_insert", what);
 	/* Tagged first: an untagged directed receive has hmemloop look its
 	 * source up. */
 	directed_one(s, r, src, to, true, what);
@@ -138,8 +108,7 @@ static void before_enable(void)
 {
 	const char *what = "a name read before fi_enable";
 	struct t_fabric f;
-	struct sender s;
-	struct t_ep r;
+	struct t_ep s, r;
 	char before[256];
 	size_t blen;
 	fi_addr_t src;
@@ -156,18 +125,17 @@ static void before_enable(void)
 		       t_prov);
 		goto out;
 	}
-	memcpy(before, s.name, s.len);
-	blen = s.len;
+	memcpy(before, s.name, s.namelen);
+	blen = s.namelen;
 	src = t_insert(&r, s.name);
-	sender_enable(&s);
-	t_fi(name_of(&s));
-	if (s.len != blen || memcmp(before, s.name, blen)) {
+	t_fi(t_ep_enable(&s, NULL, NULL));
+	if (s.namelen != blen || memcmp(before, s.name, blen)) {
 		printf("digest: %s: %s renames it at fi_enable\n", what, t_prov);
 		goto out;
 	}
 	directed(&s, &r, src, what);
 out:
-	sender_close(&s);
+	t_ep_close(&s);
 	t_ep_close(&r);
 	t_close(&f);
 }
@@ -175,9 +143,8 @@ out:
 static void setname(void)
 {
 	const char *what = "a closed endpoint's name, taken by fi_setname";
-	struct sender x, y;
+	struct t_ep x, y, r;
 	struct t_fabric f;
-	struct t_ep r;
 	fi_addr_t src;
 	int ret;
 
@@ -187,24 +154,22 @@ static void setname(void)
 		printf("digest: %s: no FI_DIRECTED_RECV here\n", what);
 		return;
 	}
-	sender_new(&f, &x);
-	sender_enable(&x);
-	t_fi(name_of(&x));
+	t_ep_open(&x, &f, NULL);
 	src = t_insert(&r, x.name);
 	sender_new(&f, &y);
-	memcpy(y.name, x.name, x.len);
-	y.len = x.len;
-	sender_close(&x);
-	ret = fi_setname(&y.ep->fid, y.name, y.len);
+	memcpy(y.name, x.name, x.namelen);
+	y.namelen = x.namelen;
+	t_ep_close(&x);
+	ret = fi_setname(&y.ep->fid, y.name, y.namelen);
 	if (ret) {
 		printf("digest: %s: %s has no fi_setname before fi_enable (%d)\n",
 		       what, t_prov, ret);
 		goto out;
 	}
-	sender_enable(&y);
+	t_fi(t_ep_enable(&y, NULL, NULL));
 	directed(&y, &r, src, what);
 out:
-	sender_close(&y);
+	t_ep_close(&y);
 	t_ep_close(&r);
 	t_close(&f);
 }
@@ -214,10 +179,4 @@ static const struct t_case cases[] = {
 	T_CASE("setname", setname),
 };
 
-int main(int argc, char **argv)
-{
-	t_init(argc, argv, NULL);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases);

@@ -6,8 +6,6 @@
  * fabric), and the fabric must still be wrapped when hmemloop is enabled.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "hmltest.h"
 
@@ -22,15 +20,15 @@ int fi_fabric_1_0(struct fi_fabric_attr_1_0 *attr, struct fid_fabric **fabric,
 		  void *context);
 __asm__(".symver fi_fabric_1_0, fi_fabric@FABRIC_1.0");
 
-int main(int argc, char **argv)
+/* Its fabrics opened by hand: the 1.0 entry and fi_fabric are the
+ * subject. */
+static void fabric_1_0(void)
 {
 	struct fid_fabric *old, *cur;
 	struct fi_fabric_attr_1_0 attr;
 	struct t_fabric f;
-	const char *enable = getenv("HMEMLOOP_ENABLE");
 	bool wrapped;
 
-	t_init(argc, argv, NULL);
 	t_open(&f, NULL);
 	attr = (struct fi_fabric_attr_1_0) {
 		.name = f.info->fabric_attr->name,
@@ -47,12 +45,17 @@ int main(int argc, char **argv)
 
 	/* Wrapped fabrics have op tables of their own. */
 	wrapped = old->ops != cur->ops && cur->ops != f.fabric->ops;
-	t_assert(wrapped == (enable && !strcmp(enable, "1")),
+	t_assert(wrapped == t_shim_enabled(),
 		 "fabrics %s wrapped", wrapped ? "are" : "are not");
 	t_fi(fi_close(&old->fid));
 	t_fi(fi_close(&cur->fid));
 	t_close(&f);
 	t_ok("fi_fabric@FABRIC_1.0 opened an API 1.0 fabric, %s",
 	     wrapped ? "wrapped" : "not wrapped");
-	return 0;
 }
+
+static const struct t_case cases[] = {
+	T_CASE("fabric_1_0", fabric_1_0),
+};
+
+T_MAIN(cases);

@@ -135,10 +135,4 @@ static const struct t_case cases[] = {
 	{ .name = "host", .run = on_host, .need = T_NEED_SHIM, .fresh = true },
 };
 
-int main(int argc, char **argv)
-{
-	t_init(argc, argv, NULL);
-	T_RUN_CASES(cases);
-	t_cases_done();
-	return 0;
-}
+T_MAIN(cases);

@@ -391,12 +391,14 @@ static const struct t_case cases[] = {
 	T_CASE("two_processes_own", two_processes_own),
 };
 
-int main(int argc, char **argv)
+static void to_stdout(void)
 {
-	t_init(argc, argv, NULL);
 	out = stdout;
-	T_RUN_CASES(cases);
-	t_cases_done();
-	t_ok("pass-through traffic on %s", t_prov);
-	return 0;
 }
+
+static void all_done(void)
+{
+	t_ok("pass-through traffic on %s", t_prov);
+}
+
+T_MAIN(cases, .setup = to_stdout, .teardown = all_done);

@@ -71,7 +71,11 @@ static void hear(int sock, struct msg *m)
  * application that knows it would. */
 static void need_cuda_registrations(void *dev, size_t len)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct t_opts o = {
+		.caps = FI_MSG | FI_RMA | FI_HMEM,
+		.mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+			   FI_MR_PROV_KEY | FI_MR_HMEM,
+	};
 	struct iovec iov = { dev, len };
 	struct fi_mr_attr attr = {
 		.mr_iov = &iov, .iov_count = 1, .access = FI_SEND,
@@ -81,12 +85,7 @@ static void need_cuda_registrations(void *dev, size_t len)
 	struct fid_mr *mr;
 	int ret;
 
-	hints->caps = FI_MSG | FI_RMA | FI_HMEM;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-		FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_HMEM;
-	hints->fabric_attr->prov_name = strdup(t_prov);
-	if (t_open_hints(&f, hints) == -FI_ENODATA)
+	if (t_try_open(&f, &o) == -FI_ENODATA)
 		t_skip("%s does not grant FI_HMEM here", t_prov);
 	ret = fi_mr_regattr(f.domain, &attr, 0, &mr);
 	if (ret == -FI_ENOSYS)
@@ -272,21 +271,25 @@ static void run(struct side *s, enum op op, size_t len, int iters)
 	free(t);
 }
 
-int main(int argc, char **argv)
+/* -s SIZE[,SIZE...] and -n ITERS. */
+static char *list;
+static int iters = 20;
+
+static void opt(int c, const char *arg)
+{
+	if (c == 's')
+		list = strdup(arg);
+	else
+		iters = atoi(arg);
+}
+
+static void peers(void)
 {
 	size_t sizes[16] = { 64 << 10, 1 << 20, 16 << 20 }, max = 0;
-	int nsizes = 3, iters = 20, fds[2], st, c;
+	int nsizes = 3, fds[2], st;
 	struct side s = { 0 };
-	char *list = NULL;
 	pid_t child;
 
-	t_init(argc, argv, "s:n:");
-	while ((c = getopt(argc, argv, "p:s:n:")) != -1) {
-		if (c == 's')
-			list = optarg;
-		else if (c == 'n')
-			iters = atoi(optarg);
-	}
 	if (list)
 		nsizes = 0;
 	for (char *tok = list ? strtok(list, ",") : NULL; tok && nsizes < 16;
@@ -314,5 +317,11 @@ int main(int argc, char **argv)
 	ask(&s, QUIT, 0, 0);
 	t_assert(waitpid(child, &st, 0) == child && WIFEXITED(st) &&
 		 !WEXITSTATUS(st), "the target ended badly: status %#x", st);
-	return 0;
+	free(list);
 }
+
+static const struct t_case cases[] = {
+	T_CASE("peers", peers),
+};
+
+T_MAIN(cases, .opts = "s:n:", .opt = opt);

@@ -20,9 +20,7 @@ double t_now(void)
 
 double t_wait_s(void)
 {
-	const char *s = getenv("HMEMLOOP_TEST_WAIT");
-
-	return s ? atof(s) : 10;
+	return t_env_num("HMEMLOOP_TEST_WAIT");
 }
 
 static struct fid_cq *driven[8];

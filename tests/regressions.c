@@ -23,14 +23,6 @@ static void *src, *dst;
 static struct t_mr ms, md;
 static char host[LEN];
 
-static void buffers(void)
-{
-	src = t_dev_alloc(LEN);
-	dst = t_dev_alloc(LEN);
-	t_reg(&f, src, LEN, FI_SEND | FI_RECV, 1, &ms);
-	t_reg(&f, dst, LEN, FI_SEND | FI_RECV, 2, &md);
-}
-
 /* Fresh bytes in the source, zeros in the destination. */
 static void load(unsigned seed)
 {
@@ -72,43 +64,28 @@ static void both(struct fid_cq *cq, void *sctx, void *rctx)
 
 static void crowd(void)
 {
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED };
-	struct fi_av_attr aa = { .type = FI_AV_TABLE };
-	struct fid_ep *ep[CROWD];
+	struct t_ep ep[CROWD];
 	fi_addr_t addr[CROWD];
 	struct fid_cq *cq;
-	struct fid_av *av;
-	char name[256];
-	size_t len;
 	struct fi_context2 sctx, rctx;
 
-	t_fi(fi_cq_open(f.domain, &ca, &cq, NULL));
-	t_fi(fi_av_open(f.domain, &aa, &av, NULL));
-	t_progress(cq);
-	for (int i = 0; i < CROWD; i++) {
-		t_fi(fi_endpoint(f.domain, f.info, &ep[i], NULL));
-		t_fi(fi_ep_bind(ep[i], &cq->fid, FI_TRANSMIT | FI_RECV));
-		t_fi(fi_ep_bind(ep[i], &av->fid, 0));
-		t_fi(fi_enable(ep[i]));
-	}
-	for (int i = 0; i < CROWD; i++) {
-		len = sizeof(name);
-		t_fi(fi_getname(&ep[i]->fid, name, &len));
-		t_assert(fi_av_insert(av, name, 1, &addr[i], 0, NULL) == 1,
-			 "fi_av_insert");
-	}
+	t_ep_open(&ep[0], &f, NULL);
+	cq = ep[0].cq;
+	for (int i = 1; i < CROWD; i++)
+		t_ep_open(&ep[i], &f, &(struct t_opts) { .cq = cq,
+							  .av = ep[0].av });
+	for (int i = 0; i < CROWD; i++)
+		addr[i] = t_insert(&ep[0], ep[i].name);
 	load(11);
-	t_post(cq, fi_recv(ep[CROWD - 1], dst, LEN, md.desc, FI_ADDR_UNSPEC,
+	t_post(cq, fi_recv(ep[CROWD - 1].ep, dst, LEN, md.desc, FI_ADDR_UNSPEC,
 			   &rctx));
-	t_post(cq, fi_send(ep[0], src, LEN, ms.desc, addr[CROWD - 1], &sctx));
+	t_post(cq, fi_send(ep[0].ep, src, LEN, ms.desc, addr[CROWD - 1],
+			   &sctx));
 	both(cq, &sctx, &rctx);
 	landed(11, "crowd");
 	t_assert(t_quiet(cq, 10), "crowd: an entry too many");
-	for (int i = 0; i < CROWD; i++)
-		t_fi(fi_close(&ep[i]->fid));
-	t_unprogress(cq);
-	t_fi(fi_close(&av->fid));
-	t_fi(fi_close(&cq->fid));
+	for (int i = CROWD; i-- > 0;)
+		t_ep_close(&ep[i]);
 	t_ok("%d endpoints on one CQ and AV: a device message to the last",
 	     CROWD);
 }
@@ -214,16 +191,20 @@ static const struct t_case cases[] = {
 	T_CASE("inject", inject),
 };
 
-int main(int argc, char **argv)
+static void setup(void)
 {
-	t_init(argc, argv, NULL);
-	t_cuda_init();
 	t_open(&f, NULL);
-	buffers();
-	T_RUN_CASES(cases);
-	t_cases_done();
+	src = t_dev_alloc(LEN);
+	dst = t_dev_alloc(LEN);
+	t_reg(&f, src, LEN, FI_SEND | FI_RECV, 1, &ms);
+	t_reg(&f, dst, LEN, FI_SEND | FI_RECV, 2, &md);
+}
+
+static void teardown(void)
+{
 	t_fi(fi_close(&ms.mr->fid));
 	t_fi(fi_close(&md.mr->fid));
 	t_close(&f);
-	return 0;
 }
+
+T_MAIN(cases, .flags = T_CUDA, .setup = setup, .teardown = teardown);

@@ -224,13 +224,13 @@ static int run(enum op op)
 	return t_check(back, rlen, 1) ? T_OK : T_BAD_BYTES;
 }
 
-int main(int argc, char **argv)
+/* Its own run, not cases: each operation in a child whose outcome comes
+ * back on a pipe. */
+static void reproduce(void)
 {
-	const char *enable = getenv("HMEMLOOP_ENABLE");
-	bool shim = enable && !strcmp(enable, "1");
+	bool shim = t_shim_enabled();
 	int failures = 0;
 
-	t_init(argc, argv, NULL);
 	/* Some failures are "no completion": wait 3 s for one, not 10. */
 	setenv("HMEMLOOP_TEST_WAIT", "3", 0);
 	for (enum op op = 0; op < NOPS; op++) {
@@ -274,5 +274,12 @@ int main(int argc, char **argv)
 			failures++;
 		}
 	}
-	return failures ? 1 : 0;
+	if (failures)
+		exit(1);
 }
+
+static const struct t_case cases[] = {
+	T_CASE("reproducer", reproduce),
+};
+
+T_MAIN(cases, .run = reproduce);

@@ -67,24 +67,24 @@ static void write_once(struct pair *p, void *src, void *dst, unsigned seed,
 	t_ok("%s", what);
 }
 
-int main(int argc, char **argv)
+static struct pair p;
+static CUdevice dev;
+
+static void alloc(void)
 {
-	struct pair p;
-	CUcontext ctx;
-	CUdevice dev;
-
-	t_init(argc, argv, NULL);
-	t_cuda_init();
-	t_cu(cuDeviceGet(&dev, 0));
-	t_open(&p.f, NULL);
-	t_ep_open(&p.a, &p.f, NULL);
-	t_ep_open(&p.b, &p.f, NULL);
-	p.to_b = t_insert(&p.a, p.b.name);
-
 	write_once(&p, t_dev_alloc(LEN), t_dev_alloc(LEN), 1,
 		   "fi_write, cuMemAlloc memory");
+}
+
+static void vmm(void)
+{
 	write_once(&p, vmm_alloc(dev), vmm_alloc(dev), 2,
 		   "fi_write, VMM memory");
+}
+
+static void reset_primary(void)
+{
+	CUcontext ctx;
 
 	t_cu(cuDevicePrimaryCtxReset(dev));
 	t_cu(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -92,15 +92,41 @@ int main(int argc, char **argv)
 	write_once(&p, t_dev_alloc(LEN), t_dev_alloc(LEN), 3,
 		   "after cuDevicePrimaryCtxReset, in the primary context "
 		   "again: fi_write, cuMemAlloc memory");
+}
+
+static void reset_own(void)
+{
+	CUcontext ctx;
 
 	t_cu(cuDevicePrimaryCtxReset(dev));
 	t_cu(t_ctx_create(&ctx, dev));
 	write_once(&p, vmm_alloc(dev), vmm_alloc(dev), 4,
 		   "after another reset, in a context of its own: fi_write, "
 		   "VMM memory");
+}
 
+/* In this order: each reset after what came before it. */
+static const struct t_case cases[] = {
+	T_CASE("alloc", alloc),
+	T_CASE("vmm", vmm),
+	T_CASE("reset-primary", reset_primary),
+	T_CASE("reset-own", reset_own),
+};
+
+static void setup(void)
+{
+	t_cu(cuDeviceGet(&dev, 0));
+	t_open(&p.f, NULL);
+	t_ep_open(&p.a, &p.f, NULL);
+	t_ep_open(&p.b, &p.f, NULL);
+	p.to_b = t_insert(&p.a, p.b.name);
+}
+
+static void teardown(void)
+{
 	t_ep_close(&p.a);
 	t_ep_close(&p.b);
 	t_close(&p.f);
-	return 0;
 }
+
+T_MAIN(cases, .flags = T_CUDA, .setup = setup, .teardown = teardown);

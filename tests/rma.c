@@ -292,24 +292,29 @@ static void run_cases(struct fx *fx)
 	}
 }
 
-int main(int argc, char **argv)
-{
-	struct fx fx;
+static struct fx fx;
 
-	t_init(argc, argv, NULL);
-	t_cuda_init();
+static void setup(void)
+{
 	alloc_buffers();
 	cur_fx = &fx;
 	chatty = !t_fresh();
+}
+
+/* In a case's own process, that case on the first mode's fixture; else
+ * the cases wanted in each mode, then the others each in its process. */
+static void run_all(void)
+{
 	if (t_fresh()) {
 		fx_open(&fx, true, true);
 		T_RUN_CASES(children);
 		fx_close(&fx);
-		return 0;
+		return;
 	}
 	run_cases(&fx);
 	chatty = false;
 	T_RUN_CASES(children);
-	t_cases_done();
-	return 0;
 }
+
+T_MAIN(cases, T_MORE(children), .flags = T_CUDA, .setup = setup,
+       .run = run_all);

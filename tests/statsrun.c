@@ -193,20 +193,26 @@ static void msg_part(void)
 		 "a receive of 10 of 20 bytes: %d, error %d", ret, err.err);
 }
 
-int main(int argc, char **argv)
-{
-	const char *peer = NULL;
-	pid_t child;
-	int st, opt;
+/* -s serves, -r PEER calls a server. */
+static bool serving;
+static const char *peer;
 
-	t_init(argc, argv, "r:s");
-	optind = 1;
-	while ((opt = getopt(argc, argv, "p:r:s")) != -1) {
-		if (opt == 's')
-			return serve();
-		if (opt == 'r')
-			peer = optarg;
-	}
+static void opt(int c, const char *arg)
+{
+	if (c == 's')
+		serving = true;
+	else
+		peer = arg;
+}
+
+/* Its own run, not a case: tests/stats reads its output. */
+static void script(void)
+{
+	pid_t child;
+	int st;
+
+	if (serving)
+		exit(serve());
 	printf("pid: %d\n", (int) getpid());
 	t_cuda_init();
 	dev1 = t_dev_alloc(LEN);
@@ -245,5 +251,10 @@ int main(int argc, char **argv)
 		exit(0);
 	t_assert(child > 0 && waitpid(child, &st, 0) == child && !st,
 		 "fork: the child failed");
-	return 0;
 }
+
+static const struct t_case cases[] = {
+	T_CASE("script", script),
+};
+
+T_MAIN(cases, .opts = "r:s", .opt = opt, .run = script);

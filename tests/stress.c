@@ -44,7 +44,6 @@
 #define SLOT		(MAXLEN + 64)
 #define GUARD_BYTE	0xee
 #define STALL_S		20
-#define DEFAULT_OPS	100000
 #define CANCEL_TAG	(1ULL << 62)	/* no message has it */
 
 /*
@@ -626,18 +625,16 @@ static void quiet(void)
 	}
 }
 
-int main(int argc, char **argv)
+static void stress(void)
 {
-	const char *n = getenv("HMEMLOOP_STRESS_OPS");
+	const char *n = t_env("HMEMLOOP_STRESS_OPS");
 	unsigned long reaped = 0, sreads = 0, woken = 0;
 	pthread_t dog;
 	double t0;
 
-	t_init(argc, argv, NULL);
-	s.nops = n ? strtoul(n, NULL, 0) : DEFAULT_OPS;
+	s.nops = strtoul(n, NULL, 0);
 	t_assert(s.nops > 0, "HMEMLOOP_STRESS_OPS=%s", n);
-	s.host = getenv("HMEMLOOP_STRESS_HOST");
-	t_cuda_init();
+	s.host = t_env("HMEMLOOP_STRESS_HOST");
 	t_cu(cuCtxGetCurrent(&s.cu));
 	setup();
 	/* Some providers' libraries (psm) catch SIGSEGV to write a report
@@ -697,5 +694,10 @@ int main(int argc, char **argv)
 	     s.nops / t0, reaped, sreads, woken);
 	free(s.ops);
 	teardown();
-	return 0;
 }
+
+static const struct t_case cases[] = {
+	T_CASE("stress", stress),
+};
+
+T_MAIN(cases, .flags = T_CUDA);

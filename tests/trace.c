@@ -155,7 +155,7 @@ void t_name_buf(const void *base, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-void t_name_ep(struct t_ep *e, enum fi_cq_format format)
+void t_name_ep(struct t_ep *e)
 {
 	unsigned n;
 	char *name;
@@ -164,7 +164,10 @@ void t_name_ep(struct t_ep *e, enum fi_cq_format format)
 	n = neps++;
 	pthread_mutex_unlock(&lock);
 	t_assert(asprintf(&name, "ep%u", n) >= 0, "out of memory");
-	add(e->cq, 1, 1, name, format, false);
+	if (e->shared_cq)
+		free(name);
+	else
+		add(e->cq, 1, 1, name, e->format, false);
 	for (int i = 0; i < 2; i++) {
 		if (!e->cntr[i])
 			continue;

@@ -56,13 +56,13 @@ static const struct t_case cases[] = {
 	FRESH("cntr_pollset", cntr_pollset),
 };
 
-int main(int argc, char **argv)
+static double t0;
+
+static void setup(void)
 {
 	struct t_fabric f;
-	double t0 = t_now();
 
-	t_init(argc, argv, NULL);
-	t_cuda_init();
+	t0 = t_now();
 	t_cu(cuCtxGetCurrent(&cu_ctx));
 	if (t_try_open(&f, NULL))
 		t_skip("provider %s is not available here", t_prov);
@@ -73,12 +73,14 @@ int main(int argc, char **argv)
 	signal(SIGBUS, SIG_DFL);
 	dsrc = t_dev_alloc(LEN);
 	ddst = t_dev_alloc(LEN);
+}
 
-	T_RUN_CASES(cases);
-	t_cases_done();
+static void teardown(void)
+{
 	t_dev_free(dsrc);
 	t_dev_free(ddst);
 	printf("%s: %d skipped, %.1f s\n", t_prov, t_skips(),
 	       t_now() - t0);
-	return 0;
 }
+
+T_MAIN(cases, .flags = T_CUDA, .setup = setup, .teardown = teardown);

@@ -42,7 +42,6 @@
 #define NWAITS		5	/* sread_waits */
 
 struct fx {
-	uint32_t version;
 	struct t_fabric f;
 	struct t_ep a, b;
 	fi_addr_t b_in_a, a_in_b;
@@ -122,9 +121,6 @@ extern const enum fi_wait_obj sread_waits[NWAITS];
 const char *wait_name(enum fi_wait_obj w);
 ssize_t signalled_ret(void);
 ssize_t sread_timedout(void);
-int fab_open(struct fx *x, const struct fx_opts *o);
-bool virt_addr(const struct fx *x);
-uint64_t raddr(const struct fx *x, const struct t_mr *m);
 int ep_open(struct fx *x, struct t_ep *e, enum fi_wait_obj w,
 		   enum fi_cq_wait_cond cond, struct fid_wait *ws, void *ctx);
 void fx_close(struct fx *x);

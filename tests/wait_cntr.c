@@ -141,7 +141,7 @@ void cntr_run(void)
 static void dev_read(struct fx *x, void *ctx)
 {
 	t_post(x->a.cq, fi_read(x->a.ep, dsrc, LEN, x->src.desc, x->b_in_a,
-				raddr(x, &x->dst), x->dst.key, ctx));
+				t_raddr(&x->f, &x->dst, 0), x->dst.key, ctx));
 }
 
 /* A device receive posted on b, then a's send to it. */

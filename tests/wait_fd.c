@@ -257,7 +257,7 @@ void sread_race(void)
 	end = t_now() + RACE_S;
 	while (n < RACE_OPS && t_now() < end && !r[0].zeros) {
 		t_post(x.a.cq, fi_write(x.a.ep, dsrc, 64, x.src.desc,
-					x.b_in_a, raddr(&x, &x.dst),
+					x.b_in_a, t_raddr(&x.f, &x.dst, 0),
 					x.dst.key, &ctx[n]));
 		/* Now and then the application wakes the sread itself. */
 		if (!(++n & 15))

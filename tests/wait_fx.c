@@ -43,45 +43,6 @@ ssize_t sread_timedout(void)
 
 /* ---- the fixture ------------------------------------------------------- */
 
-
-
-int fab_open(struct fx *x, const struct fx_opts *o)
-{
-	struct fi_info *h = fi_allocinfo();
-	int ret;
-
-	x->version = o->version ? o->version : V(1, 17);
-	h->caps = FI_MSG | FI_TAGGED | FI_RMA | o->caps;
-	h->ep_attr->type = FI_EP_RDM;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	/* Before 1.5, mr_mode is the old enum: FI_MR_BASIC. */
-	h->domain_attr->mr_mode = FI_VERSION_GE(x->version, V(1, 5)) ?
-		FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-		FI_MR_PROV_KEY : T_MR_BASIC;
-	h->fabric_attr->prov_name = strdup(t_prov);
-	ret = fi_getinfo(x->version, NULL, NULL, 0, h, &x->f.info);
-	fi_freeinfo(h);
-	if (ret)
-		return ret;
-	t_fi(fi_fabric(x->f.info->fabric_attr, &x->f.fabric, NULL));
-	t_fi(fi_domain(x->f.fabric, x->f.info, &x->f.domain, NULL));
-	return 0;
-}
-
-bool virt_addr(const struct fx *x)
-{
-	uint64_t m = x->f.info->domain_attr->mr_mode;
-
-	if (FI_VERSION_LT(x->version, V(1, 5)))
-		return m == T_MR_BASIC;
-	return m & FI_MR_VIRT_ADDR;
-}
-
-uint64_t raddr(const struct fx *x, const struct t_mr *m)
-{
-	return virt_addr(x) ? (uintptr_t) m->base : 0;
-}
-
 /* An endpoint with its own CQ (of wait object w) and AV. -FI_E* if the
  * provider has no such CQ. */
 int ep_open(struct fx *x, struct t_ep *e, enum fi_wait_obj w,
@@ -127,9 +88,7 @@ void fx_close(struct fx *x)
  */
 bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 {
-	struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP,
-				   .wait_obj = o->cwait ? o->cwait :
-					       FI_WAIT_UNSPEC };
+	enum fi_wait_obj cwait = o->cwait ? o->cwait : FI_WAIT_UNSPEC;
 	bool cset = o->cwait == FI_WAIT_SET;
 	int ret;
 
@@ -139,13 +98,13 @@ bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	else if (!(o->count & FI_RMA_EVENT))
 		x->cntr_ep = &x->a;
 	x->cntr_flags = o->count ? o->count : FI_WRITE;
-	ret = fab_open(x, o);
-	if (ret == -FI_ENODATA) {
+	if (t_try_open(&x->f, &(struct t_opts) {
+			.version = o->version,
+			.caps = FI_MSG | FI_TAGGED | FI_RMA | o->caps })) {
 		t_case_skip("%s: %s has no domain with what it needs", what,
 			  t_prov);
 		return false;
 	}
-	t_fi(ret);
 #ifdef WAIT_SETS
 	if (o->set) {
 		struct fi_wait_attr wa = { .wait_obj = o->set };
@@ -161,12 +120,12 @@ bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	}
 #endif
 	if (o->cntr) {
-		ca.wait_set = x->ws;
 		/* Its context is what a poll set reports. */
-		ret = fi_cntr_open(x->f.domain, &ca, &x->cntr, &x->cntr);
+		ret = t_cntr_try_open(&x->f, cwait, x->ws, &x->cntr,
+				      &x->cntr);
 		if (ret) {
 			t_case_skip("%s: %s has no counter with %s (%s)", what,
-				    t_prov, wait_name(ca.wait_obj),
+				    t_prov, wait_name(cwait),
 				    fi_strerror(-ret));
 			fx_close(x);
 			return false;
@@ -192,18 +151,10 @@ bool fx_open(struct fx *x, const struct fx_opts *o, const char *what)
 	}
 	x->b_in_a = t_insert(&x->a, x->b.name);
 	x->a_in_b = t_insert(&x->b, x->a.name);
-	t_fi(fi_mr_reg(x->f.domain, dsrc, LEN, FI_SEND | FI_READ | FI_WRITE |
-		       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 1, 0, &x->src.mr,
-		       NULL));
-	t_fi(fi_mr_reg(x->f.domain, ddst, LEN, FI_RECV | FI_READ | FI_WRITE |
-		       FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 2, 0, &x->dst.mr,
-		       NULL));
-	x->src.desc = fi_mr_desc(x->src.mr);
-	x->src.key = fi_mr_key(x->src.mr);
-	x->src.base = dsrc;
-	x->dst.desc = fi_mr_desc(x->dst.mr);
-	x->dst.key = fi_mr_key(x->dst.mr);
-	x->dst.base = ddst;
+	t_reg(&x->f, dsrc, LEN, FI_SEND | FI_READ | FI_WRITE | FI_REMOTE_READ |
+	      FI_REMOTE_WRITE, 1, &x->src);
+	t_reg(&x->f, ddst, LEN, FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+	      FI_REMOTE_WRITE, 2, &x->dst);
 	if (o->cntr && (o->count & FI_RMA_EVENT)) {
 		ret = fi_mr_bind(x->dst.mr, &x->cntr->fid, FI_REMOTE_WRITE);
 		if (ret) {
@@ -257,14 +208,14 @@ void check_dst(unsigned s, size_t len, const char *what)
 void dev_write(struct fx *x, void *ctx)
 {
 	t_post(x->a.cq, fi_write(x->a.ep, dsrc, LEN, x->src.desc, x->b_in_a,
-				 raddr(x, &x->dst), x->dst.key, ctx));
+				 t_raddr(&x->f, &x->dst, 0), x->dst.key, ctx));
 }
 
 /* The same with a key b has no region for: hmemloop's error to make. */
 void bad_write(struct fx *x, void *ctx)
 {
 	t_post(x->a.cq, fi_write(x->a.ep, dsrc, LEN, x->src.desc, x->b_in_a,
-				 raddr(x, &x->dst), BAD_KEY, ctx));
+				 t_raddr(&x->f, &x->dst, 0), BAD_KEY, ctx));
 }
 
 /* A device write that succeeds, first in the cases about errors: without
