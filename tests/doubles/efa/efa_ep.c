@@ -26,13 +26,8 @@ static inline struct fid_ep *shm_of(struct fid_ep *ep)
 static int ep_close(struct fid *fid)
 {
 	struct efa_ep *e = efa_container(fid, struct efa_ep, ep.fid);
-	int ret = fi_close(&e->shm->fid);
 
-	if (ret)
-		return ret;
-	e->magic = 0;
-	free(e);
-	return 0;
+	return efa_close(&e->shm->fid, &e->magic, e);
 }
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
