@@ -740,23 +740,6 @@ static void part_controls(void)
 
 /* ---- device memory ---- */
 
-static int wait_outcome(struct fid_cq *cq, void *ctx)
-{
-	struct fi_cq_tagged_entry ent;
-	struct fi_cq_err_entry err;
-	int ret = t_wait(cq, &ent, &err);
-
-	if (ret < 0)
-		return T_NO_CQE;
-	if (ret > 0) {
-		printf("error completion: %d (%s)\n", err.err,
-		       fi_strerror(err.err < 0 ? -err.err : err.err));
-		return T_ERR_CQE;
-	}
-	t_assert(ent.op_context == ctx, "completion for another context");
-	return T_OK;
-}
-
 /* Where a child that may crash writes the names of its shm regions, so
  * that the parent can remove what it left in /dev/shm. */
 static int leak_fd = -1;
@@ -837,9 +820,9 @@ static int device_op(bool send)
 	}
 	if (ret)
 		return T_POST_ERR;
-	st = wait_outcome(a.cq, &c1);
+	st = t_outcome_of(a.cq, &c1, NULL);
 	if (!st && send)
-		st = wait_outcome(b.cq, &c2);
+		st = t_outcome_of(b.cq, &c2, NULL);
 	if (st)
 		return st;
 	t_dev_get(host, dst, LEN);
