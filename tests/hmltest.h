@@ -326,6 +326,9 @@ enum t_outcome {
 };
 
 const char *t_outcome_name(int o);
+/* Wait for the completion of ctx on cq: T_OK, T_ERR_CQE (printed, its err
+ * in *err_out if not NULL) or T_NO_CQE. */
+int t_outcome_of(struct fid_cq *cq, void *ctx, int *err_out);
 
 /* ---- traces (trace.c): what the harness's kind diff compares ----
  *

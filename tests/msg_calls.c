@@ -344,6 +344,15 @@ void selective(void)
 	}
 }
 
+/* An fi_send of r on p. */
+static struct tx send_tx(const struct path *p, struct region r, void *ctx)
+{
+	return (struct tx) {
+		.op = SEND, .from = p->from, .dest = p->dest, .r = r,
+		.ctx = ctx,
+	};
+}
+
 /*
  * 6, continued. On c, bound with FI_SELECTIVE_COMPLETION, a receive
  * posted without FI_COMPLETION that the provider completes (a host
@@ -371,14 +380,8 @@ static void unreported_run(bool reuse)
 		.src = FI_ADDR_UNSPEC, .r = region(DD, 0, PAD, 3000, 1),
 		.flags = FI_COMPLETION, .ctx = reuse ? c1 : c2,
 	};
-	struct tx x1 = {
-		.op = SEND, .from = ac.from, .dest = ac.dest,
-		.r = region(SH, 0, PAD, 2000, 1), .ctx = s1,
-	};
-	struct tx x2 = {
-		.op = SEND, .from = ac.from, .dest = ac.dest,
-		.r = region(SD, 0, PAD, 2100, 1), .ctx = s2,
-	};
+	struct tx x1 = send_tx(&ac, region(SH, 0, PAD, 2000, 1), s1);
+	struct tx x2 = send_tx(&ac, region(SD, 0, PAD, 2100, 1), s2);
 	struct want ws1 = want_tx(s1, false), ws2 = want_tx(s2, false);
 	struct want wr2 = want_rx(r2.ctx, false, 2100, 0, false, 0, ac.src);
 	char what[160];
@@ -441,14 +444,8 @@ void nocontext(void)
 		.op = RECV, .ep = ab.rx, .cq_of = ab.to, .src = FI_ADDR_UNSPEC,
 		.r = region(DH, 0, PAD, 3000, 1), .ctx = NULL,
 	};
-	struct tx dev = {
-		.op = SEND, .from = ab.from, .dest = ab.dest,
-		.r = region(SD, 0, PAD, 2000, 1), .ctx = s1,
-	};
-	struct tx host = {
-		.op = SEND, .from = ab.from, .dest = ab.dest,
-		.r = region(SH, 0, PAD, 2000, 1), .ctx = s2,
-	};
+	struct tx dev = send_tx(&ab, region(SD, 0, PAD, 2000, 1), s1);
+	struct tx host = send_tx(&ab, region(SH, 0, PAD, 2000, 1), s2);
 	struct want ws[2] = { want_tx(s1, false), want_tx(s2, false) };
 	struct got g;
 

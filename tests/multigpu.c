@@ -143,6 +143,19 @@ static bool holds(int d, unsigned seed)
 enum op { WRITE, READ, SEND };
 static const char *const op_names[] = { "fi_write", "fi_read", "fi_send" };
 
+/* From a: fi_write of slot src into slot dst, or fi_read of src into dst. */
+static ssize_t rma(bool read, int src, int dst, void *ctx)
+{
+	int l = read ? dst : src, r = read ? src : dst;
+	uint64_t raddr = t_raddr(&fx.f, &fx.mr[r], 0);
+
+	if (read)
+		return fi_read(fx.a.ep, fx.buf[l], LEN, fx.mr[l].desc, fx.ab,
+			       raddr, fx.mr[r].key, ctx);
+	return fi_write(fx.a.ep, fx.buf[l], LEN, fx.mr[l].desc, fx.ab, raddr,
+			fx.mr[r].key, ctx);
+}
+
 /* One operation moving slot src's bytes to slot dst, from the calling
  * thread, whose current context must be the same afterwards. */
 static void move(enum op op, int src, int dst, unsigned seed, const char *how)
@@ -155,16 +168,8 @@ static void move(enum op op, int src, int dst, unsigned seed, const char *how)
 	t_cu(cuCtxGetCurrent(&before));
 	switch (op) {
 	case WRITE:
-		t_post(fx.a.cq, fi_write(fx.a.ep, fx.buf[src], LEN,
-					 fx.mr[src].desc, fx.ab,
-					 t_raddr(&fx.f, &fx.mr[dst], 0),
-					 fx.mr[dst].key, &sctx));
-		break;
 	case READ:
-		t_post(fx.a.cq, fi_read(fx.a.ep, fx.buf[dst], LEN,
-					fx.mr[dst].desc, fx.ab,
-					t_raddr(&fx.f, &fx.mr[src], 0),
-					fx.mr[src].key, &sctx));
+		t_post(fx.a.cq, rma(op == READ, src, dst, &sctx));
 		break;
 	case SEND:
 		t_post(fx.b.cq, fi_recv(fx.b.ep, fx.buf[dst], LEN,

@@ -135,3 +135,22 @@ void t_expect(struct fid_cq *cq, void *ctx, uint64_t flags, size_t len)
 	t_assert(len == (size_t) -1 || ent.len == len,
 		 "completion len %zu, expected %zu", ent.len, len);
 }
+
+int t_outcome_of(struct fid_cq *cq, void *ctx, int *err_out)
+{
+	struct fi_cq_tagged_entry ent;
+	struct fi_cq_err_entry err;
+	int ret = t_wait(cq, &ent, &err);
+
+	if (ret < 0)
+		return T_NO_CQE;
+	if (ret > 0) {
+		if (err_out)
+			*err_out = err.err;
+		printf("error completion: err %d (%s)\n", err.err,
+		       fi_strerror(err.err < 0 ? -err.err : err.err));
+		return T_ERR_CQE;
+	}
+	t_assert(ent.op_context == ctx, "completion for another context");
+	return T_OK;
+}

@@ -75,25 +75,6 @@ struct setup {
 	struct t_mr src_mr, dst_mr;
 };
 
-static int wait_one(struct fid_cq *cq, void *ctx, int *errno_out)
-{
-	struct fi_cq_tagged_entry ent;
-	struct fi_cq_err_entry err;
-	int ret = t_wait(cq, &ent, &err);
-
-	if (ret < 0)
-		return T_NO_CQE;
-	if (ret > 0) {
-		if (errno_out)
-			*errno_out = err.err;
-		printf("error completion: err %d (%s)\n", err.err,
-		       fi_strerror(err.err));
-		return T_ERR_CQE;
-	}
-	t_assert(ent.op_context == ctx, "completion for another context");
-	return T_OK;
-}
-
 static int post(ssize_t ret)
 {
 	if (ret && ret != -FI_EAGAIN) {
@@ -205,11 +186,11 @@ static int run(enum op op)
 				       FI_ADDR_UNSPEC, &rctx))))
 		return T_POST_ERR;
 
-	ret = wait_one(s.a.cq, &sctx, NULL);
+	ret = t_outcome_of(s.a.cq, &sctx, NULL);
 	if (ret)
 		return ret;
 	if (op >= SEND) {
-		ret = wait_one(s.b.cq, &rctx, &err);
+		ret = t_outcome_of(s.b.cq, &rctx, &err);
 		/* Truncation is right when reported as such. */
 		if (op == TRUNC && ret == T_ERR_CQE && err == FI_ETRUNC)
 			ret = T_OK;

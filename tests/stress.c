@@ -427,6 +427,19 @@ static void reap(struct worker *w, bool must)
 		t_fi_check(r_, #call, __LINE__);			\
 	} while (0)
 
+/* op's fi_write of its local bytes, or its fi_read into them. */
+static ssize_t rma(struct fid_ep *ep, struct op *op, fi_addr_t dest)
+{
+	void *desc = s.mr[op->ldev].desc;
+	uint64_t addr = raddr(op->rdev, op->remote);
+	uint64_t key = s.mr[op->rdev].key;
+
+	if (op->kind == READ)
+		return fi_read(ep, op->local, op->len, desc, dest, addr, key,
+			       &op->tx);
+	return fi_write(ep, op->local, op->len, desc, dest, addr, key, &op->tx);
+}
+
 static void issue(struct worker *w, struct op *op, int slot)
 {
 	struct ep *from = &s.eps[op->from], *to = &s.eps[op->to];
@@ -438,22 +451,16 @@ static void issue(struct worker *w, struct op *op, int slot)
 	op->remote = slot_buf(op->rdev, w->index, slot, 1);
 	switch (op->kind) {
 	case WRITE:
-		fill(w, op->ldev, op->local, op->len, seed_of(op));
-		guard(w, op->rdev, op->remote + op->len);
-		POSTED(op);
-		POST(w, fi_write(from->t.ep, op->local, op->len,
-				 s.mr[op->ldev].desc, dest,
-				 raddr(op->rdev, op->remote),
-				 s.mr[op->rdev].key, &op->tx));
-		break;
 	case READ:
-		fill(w, op->rdev, op->remote, op->len, seed_of(op));
-		guard(w, op->ldev, op->local + op->len);
+		if (op->kind == WRITE) {
+			fill(w, op->ldev, op->local, op->len, seed_of(op));
+			guard(w, op->rdev, op->remote + op->len);
+		} else {
+			fill(w, op->rdev, op->remote, op->len, seed_of(op));
+			guard(w, op->ldev, op->local + op->len);
+		}
 		POSTED(op);
-		POST(w, fi_read(from->t.ep, op->local, op->len,
-				s.mr[op->ldev].desc, dest,
-				raddr(op->rdev, op->remote),
-				s.mr[op->rdev].key, &op->tx));
+		POST(w, rma(from->t.ep, op, dest));
 		break;
 	case CANCEL:
 		guard(w, op->rdev, op->remote);

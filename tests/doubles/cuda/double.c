@@ -46,6 +46,17 @@ bool dev_ok(CUdevice dev)
 	return dev >= 0 && dev < dbl.ndev;
 }
 
+CUresult dev_check(bool invalid, CUdevice dev)
+{
+	if (!ready())
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (invalid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!dev_ok(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	return CUDA_SUCCESS;
+}
+
 /* One line per call; a single write() keeps threads' lines apart. */
 CUresult traced(const char *fn, CUresult r)
 {
@@ -251,12 +262,10 @@ API CUresult cuDriverGetVersion(int *version)
 
 static CUresult device_get(CUdevice *dev, int ordinal)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(ordinal))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!dev, ordinal);
+
+	if (r)
+		return r;
 	*dev = ordinal;
 	return CUDA_SUCCESS;
 }
@@ -283,12 +292,10 @@ API CUresult cuDeviceGetCount(int *count)
 
 static CUresult device_name(char *name, int len, CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!name || len <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!name || len <= 0, dev);
+
+	if (r)
+		return r;
 	snprintf(name, len, "CUDA driver double");
 	return CUDA_SUCCESS;
 }
@@ -335,12 +342,11 @@ static int attribute(CUdevice_attribute attrib, CUdevice dev)
 static CUresult device_attribute(int *pi, CUdevice_attribute attrib,
 				 CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!pi || attrib <= 0 ||
+				attrib >= CU_DEVICE_ATTRIBUTE_MAX, dev);
+
+	if (r)
+		return r;
 	*pi = attribute(attrib, dev);
 	return CUDA_SUCCESS;
 }
@@ -353,12 +359,10 @@ API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
 
 static CUresult device_total(size_t *bytes, CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!bytes)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!bytes, dev);
+
+	if (r)
+		return r;
 	*bytes = dbl.dev[dev].total;
 	return CUDA_SUCCESS;
 }
@@ -388,12 +392,10 @@ API CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
 
 static CUresult device_pci_bus_id(char *id, int len, CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!id || len <= 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!id || len <= 0, dev);
+
+	if (r)
+		return r;
 	/* the bus number is the ordinal, as CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */
 	snprintf(id, len, "0000:%02x:00.0", dev);
 	return CUDA_SUCCESS;
@@ -407,13 +409,10 @@ API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
 {
 	static const char stem[] = "cuda-double-";
+	CUresult r = dev_check(!uuid, dev);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!uuid)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	if (r)
+		return r;
 	memset(uuid, 0, sizeof(*uuid));
 	memcpy(uuid->bytes, stem, sizeof(stem) - 1);
 	uuid->bytes[15] = (char)dev;

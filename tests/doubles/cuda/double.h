@@ -228,6 +228,9 @@ void lock(void);
 void unlock(void);
 CUresult traced(const char *fn, CUresult r);
 bool dev_ok(CUdevice dev);
+/* The first checks of a call on dev, in the driver's order: initialized,
+ * arguments (invalid if bad), device. */
+CUresult dev_check(bool invalid, CUdevice dev);
 uint64_t round_up(uint64_t x, uint64_t a);
 void ext_init(struct extents *e, uint64_t base, uint64_t size);
 int ext_alloc(struct extents *e, uint64_t len, uint64_t align, uint64_t hint,

@@ -128,12 +128,9 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 	struct CUctx_st *c;
 	CUresult r;
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pctx || !flags_ok(flags))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	r = dev_check(!pctx || !flags_ok(flags), dev);
+	if (r)
+		return r;
 	if (depth == CTX_STACK_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	c = ctx_new(dev, flags, false);
@@ -570,14 +567,10 @@ API CUresult cuCtxGetStreamPriorityRange(int *leastPriority,
 static CUresult primary_retain(CUcontext *pctx, CUdevice dev)
 {
 	struct device *d;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = dev_check(!pctx, dev);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	if (r)
+		return r;
 	d = &dbl.dev[dev];
 	lock();
 	if (d->primary->dead)
@@ -650,12 +643,10 @@ API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 static CUresult primary_state(CUdevice dev, unsigned *flags, int *active)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!flags || !active)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(!flags || !active, dev);
+
+	if (r)
+		return r;
 	lock();
 	*flags = dbl.dev[dev].primary->flags;
 	*active = !dbl.dev[dev].primary->dead;

@@ -402,7 +402,12 @@ API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 	return traced(__func__, host_alloc(pp, bytesize, Flags));
 }
 
-static CUresult host_free(void *p)
+/*
+ * Frees the region of this kind that starts at p. The driver answers a NULL
+ * p and one it does not know with codes of each call's own.
+ */
+static CUresult host_release(void *p, enum region_kind kind,
+			     CUresult if_null, CUresult if_unknown)
 {
 	struct region *r;
 	CUresult ret = CUDA_SUCCESS;
@@ -410,11 +415,11 @@ static CUresult host_free(void *p)
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!p)
-		return CUDA_SUCCESS;
+		return if_null;
 	lock();
 	r = region_find((uintptr_t)p);
-	if (!r || r->kind != R_PINNED || r->va != (uintptr_t)p)
-		ret = CUDA_ERROR_INVALID_VALUE;
+	if (!r || r->kind != kind || r->va != (uintptr_t)p)
+		ret = if_unknown;
 	else
 		region_free(r);
 	unlock();
@@ -423,7 +428,8 @@ static CUresult host_free(void *p)
 
 API CUresult cuMemFreeHost(void *p)
 {
-	return traced(__func__, host_free(p));
+	return traced(__func__, host_release(p, R_PINNED, CUDA_SUCCESS,
+					     CUDA_ERROR_INVALID_VALUE));
 }
 
 /* Whole pages of [p, p + size) are mapped: msync() says ENOMEM if not. */
@@ -488,28 +494,11 @@ API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 	return traced(__func__, host_register(p, bytesize, Flags));
 }
 
-static CUresult host_unregister(void *p)
-{
-	struct region *r;
-	CUresult ret = CUDA_SUCCESS;
-
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!p)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = region_find((uintptr_t)p);
-	if (!r || r->kind != R_REGISTERED || r->va != (uintptr_t)p)
-		ret = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-	else
-		region_free(r);
-	unlock();
-	return ret;
-}
-
 API CUresult cuMemHostUnregister(void *p)
 {
-	return traced(__func__, host_unregister(p));
+	return traced(__func__,
+		      host_release(p, R_REGISTERED, CUDA_ERROR_INVALID_VALUE,
+				   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED));
 }
 
 /*

@@ -713,83 +713,71 @@ API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
 	return traced(__func__, event_record(hEvent, hStream, true));
 }
 
-static CUresult event_query(struct CUevent_st *e)
+/* Calls fn on e under the lock if e is a live event. */
+static CUresult on_event(struct CUevent_st *e,
+			 CUresult (*fn)(struct CUevent_st *e))
 {
-	CUresult r = CUDA_SUCCESS;
+	CUresult r;
 
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
 	lock();
-	if (!event_live(e)) {
-		r = CUDA_ERROR_INVALID_HANDLE;
-	} else if (query_fails()) {
-		r = CUDA_ERROR_LAUNCH_FAILED;
-	} else if (event_done(e)) {
-		r = CUDA_SUCCESS;
-	} else if (!e->polled) {
-		e->polled = true;
-		r = CUDA_ERROR_NOT_READY;
-	} else {
-		stream_run(e->stream, e->seq);
-	}
+	r = event_live(e) ? fn(e) : CUDA_ERROR_INVALID_HANDLE;
 	unlock();
 	return r;
+}
+
+static CUresult event_query(struct CUevent_st *e)
+{
+	if (query_fails())
+		return CUDA_ERROR_LAUNCH_FAILED;
+	if (event_done(e))
+		return CUDA_SUCCESS;
+	if (!e->polled) {
+		e->polled = true;
+		return CUDA_ERROR_NOT_READY;
+	}
+	stream_run(e->stream, e->seq);
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuEventQuery(CUevent hEvent)
 {
-	return traced(__func__, event_query(hEvent));
+	return traced(__func__, on_event(hEvent, event_query));
 }
 
 static CUresult event_sync(struct CUevent_st *e)
 {
-	CUresult r = CUDA_SUCCESS;
-
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	if (!event_live(e)) {
-		r = CUDA_ERROR_INVALID_HANDLE;
-	} else if (sync_fails()) {
+	if (sync_fails()) {
 		if (e->recorded)
 			stream_discard(e->stream, e->seq);
-		r = CUDA_ERROR_LAUNCH_FAILED;
-	} else if (e->recorded) {
-		stream_run(e->stream, e->seq);
+		return CUDA_ERROR_LAUNCH_FAILED;
 	}
-	unlock();
-	return r;
+	if (e->recorded)
+		stream_run(e->stream, e->seq);
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuEventSynchronize(CUevent hEvent)
 {
-	return traced(__func__, event_sync(hEvent));
+	return traced(__func__, on_event(hEvent, event_sync));
 }
 
 /* A recorded event that is still pending completes on its own later. */
 static CUresult event_destroy(struct CUevent_st *e)
 {
-	CUresult r = CUDA_SUCCESS;
-
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	if (event_live(e))
-		e->dead = true;
-	else
-		r = CUDA_ERROR_INVALID_HANDLE;
-	unlock();
-	return r;
+	e->dead = true;
+	return CUDA_SUCCESS;
 }
 
 API CUresult cuEventDestroy(CUevent hEvent)
 {
-	return traced(__func__, event_destroy(hEvent));
+	return traced(__func__, on_event(hEvent, event_destroy));
 }
 
 API CUresult cuEventDestroy_v2(CUevent hEvent)
 {
-	return traced(__func__, event_destroy(hEvent));
+	return traced(__func__, on_event(hEvent, event_destroy));
 }
 
 static CUresult event_elapsed(float *ms, struct CUevent_st *a,

@@ -983,29 +983,26 @@ struct worker {
 	CUdeviceptr a, b;
 	CUstream s;
 	int rounds;
+	bool sync;	/* synchronizes s and the context instead of copying */
 	bool ok;
 };
 
-static void *copier(void *arg)
+static bool work_once(struct worker *w)
 {
-	struct worker *w = arg;
-	int i;
-
-	w->ok = cuCtxSetCurrent(p0) == CUDA_SUCCESS;
-	for (i = 0; i < w->rounds && w->ok; i++)
-		w->ok = cuMemcpyDtoDAsync(w->b, w->a, LEN, w->s) == CUDA_SUCCESS;
-	return NULL;
+	if (w->sync)
+		return cuStreamSynchronize(w->s) == CUDA_SUCCESS &&
+		       cuCtxSynchronize() == CUDA_SUCCESS;
+	return cuMemcpyDtoDAsync(w->b, w->a, LEN, w->s) == CUDA_SUCCESS;
 }
 
-static void *syncer(void *arg)
+static void *work(void *arg)
 {
 	struct worker *w = arg;
 	int i;
 
 	w->ok = cuCtxSetCurrent(p0) == CUDA_SUCCESS;
 	for (i = 0; i < w->rounds && w->ok; i++)
-		w->ok = cuStreamSynchronize(w->s) == CUDA_SUCCESS &&
-			cuCtxSynchronize() == CUDA_SUCCESS;
+		w->ok = work_once(w);
 	return NULL;
 }
 
@@ -1048,13 +1045,14 @@ static void test_concurrency(void)
 		memset(&w[i], 0, sizeof(w[i]));
 		w[i].s = s;
 		w[i].rounds = 500;
+		w[i].sync = i % 2;
 		must(cuMemAlloc(&w[i].a, LEN), "cuMemAlloc");
 		must(cuMemAlloc(&w[i].b, LEN), "cuMemAlloc");
 		fill(w[i].a, 0x10 + i, LEN);
 	}
 	alarm(60);	/* a deadlock fails the test instead of hanging it */
 	for (i = 0; i < 4; i++)
-		pthread_create(&t[i], NULL, i % 2 ? syncer : copier, &w[i]);
+		pthread_create(&t[i], NULL, work, &w[i]);
 	for (i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
 	alarm(0);

@@ -157,6 +157,9 @@ int efa_shm_info(uint32_t version, const struct fi_info *efa_info,
 /* The shm object behind one of our fids, or NULL if it is not ours. */
 struct fid *efa_inner(struct fid *fid);
 
+/* Close shm's object, then ours (obj, whose magic is *magic). */
+int efa_close(struct fid *shm, uint32_t *magic, void *obj);
+
 /* Stubs for operations the double does not have. */
 int efa_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int efa_no_control(struct fid *fid, int command, void *arg);

@@ -22,13 +22,8 @@ static inline struct fid_cq *shm_cq(struct fid_cq *cq)
 static int cq_close(struct fid *fid)
 {
 	struct efa_cq *c = efa_container(fid, struct efa_cq, cq.fid);
-	int ret = fi_close(&c->shm->fid);
 
-	if (ret)
-		return ret;
-	c->magic = 0;
-	free(c);
-	return 0;
+	return efa_close(&c->shm->fid, &c->magic, c);
 }
 
 static int cq_control(struct fid *fid, int command, void *arg)
@@ -136,13 +131,8 @@ static inline struct fid_cntr *shm_cntr(struct fid_cntr *cntr)
 static int cntr_close(struct fid *fid)
 {
 	struct efa_cntr *c = efa_container(fid, struct efa_cntr, cntr.fid);
-	int ret = fi_close(&c->shm->fid);
 
-	if (ret)
-		return ret;
-	c->magic = 0;
-	free(c);
-	return 0;
+	return efa_close(&c->shm->fid, &c->magic, c);
 }
 
 static int cntr_control(struct fid *fid, int command, void *arg)

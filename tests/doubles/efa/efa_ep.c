@@ -26,13 +26,8 @@ static inline struct fid_ep *shm_of(struct fid_ep *ep)
 static int ep_close(struct fid *fid)
 {
 	struct efa_ep *e = efa_container(fid, struct efa_ep, ep.fid);
-	int ret = fi_close(&e->shm->fid);
 
-	if (ret)
-		return ret;
-	e->magic = 0;
-	free(e);
-	return 0;
+	return efa_close(&e->shm->fid, &e->magic, e);
 }
 
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
@@ -318,17 +313,6 @@ static ssize_t send_own(struct efa_ep *e, const struct iovec *iov,
 	return fi_sendmsg(e->shm, &m, e->tx_flags | flags);
 }
 
-static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { buf, len };
-
-	if (own_rx(e))
-		return recv_own(e, &iov, &desc, 1, src_addr, context);
-	return fi_recv(e->shm, buf, len, desc, src_addr, context);
-}
-
 static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src_addr,
 			 void *context)
@@ -340,21 +324,18 @@ static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov,
 	return fi_recvv(e->shm, iov, desc, count, src_addr, context);
 }
 
+static ssize_t msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, void *context)
+{
+	struct iovec iov = { buf, len };
+
+	return msg_recvv(ep, &iov, &desc, 1, src_addr, context);
+}
+
 static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
 	return fi_recvmsg(shm_of(ep), msg, flags);
-}
-
-static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len,
-			void *desc, fi_addr_t dest_addr, void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { (void *) buf, len };
-
-	if (own_tx(e))
-		return send_own(e, &iov, &desc, 1, dest_addr, 0, 0, context);
-	return fi_send(e->shm, buf, len, desc, dest_addr, context);
 }
 
 static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -366,6 +347,14 @@ static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov,
 	if (own_tx(e))
 		return send_own(e, iov, desc, count, dest_addr, 0, 0, context);
 	return fi_sendv(e->shm, iov, desc, count, dest_addr, context);
+}
+
+static ssize_t msg_send(struct fid_ep *ep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest_addr, void *context)
+{
+	struct iovec iov = { (void *) buf, len };
+
+	return msg_sendv(ep, &iov, &desc, 1, dest_addr, context);
 }
 
 static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
@@ -439,20 +428,6 @@ static ssize_t tsend_own(struct efa_ep *e, const struct iovec *iov,
 	return fi_tsendmsg(e->shm, &m, e->tx_flags | flags);
 }
 
-static ssize_t tag_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
-			void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { buf, len };
-
-	if (own_rx(e))
-		return trecv_own(e, &iov, &desc, 1, src_addr, tag, ignore,
-				 context);
-	return fi_trecv(e->shm, buf, len, desc, src_addr, tag, ignore,
-			context);
-}
-
 static ssize_t tag_recvv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src_addr,
 			 uint64_t tag, uint64_t ignore, void *context)
@@ -466,23 +441,19 @@ static ssize_t tag_recvv(struct fid_ep *ep, const struct iovec *iov,
 			 context);
 }
 
+static ssize_t tag_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			void *context)
+{
+	struct iovec iov = { buf, len };
+
+	return tag_recvv(ep, &iov, &desc, 1, src_addr, tag, ignore, context);
+}
+
 static ssize_t tag_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
 			   uint64_t flags)
 {
 	return fi_trecvmsg(shm_of(ep), msg, flags);
-}
-
-static ssize_t tag_send(struct fid_ep *ep, const void *buf, size_t len,
-			void *desc, fi_addr_t dest_addr, uint64_t tag,
-			void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { (void *) buf, len };
-
-	if (own_tx(e))
-		return tsend_own(e, &iov, &desc, 1, dest_addr, tag, 0, 0,
-				 context);
-	return fi_tsend(e->shm, buf, len, desc, dest_addr, tag, context);
 }
 
 static ssize_t tag_sendv(struct fid_ep *ep, const struct iovec *iov,
@@ -495,6 +466,15 @@ static ssize_t tag_sendv(struct fid_ep *ep, const struct iovec *iov,
 		return tsend_own(e, iov, desc, count, dest_addr, tag, 0, 0,
 				 context);
 	return fi_tsendv(e->shm, iov, desc, count, dest_addr, tag, context);
+}
+
+static ssize_t tag_send(struct fid_ep *ep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest_addr, uint64_t tag,
+			void *context)
+{
+	struct iovec iov = { (void *) buf, len };
+
+	return tag_sendv(ep, &iov, &desc, 1, dest_addr, tag, context);
 }
 
 static ssize_t tag_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
@@ -562,19 +542,6 @@ static ssize_t rma_own(struct efa_ep *e, bool read, const struct iovec *iov,
 	return fi_writemsg(e->shm, &m, e->tx_flags | flags);
 }
 
-static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
-			fi_addr_t src_addr, uint64_t addr, uint64_t key,
-			void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { buf, len };
-
-	if (own_tx(e))
-		return rma_own(e, true, &iov, &desc, 1, src_addr, addr, key, 0,
-			       0, context);
-	return fi_read(e->shm, buf, len, desc, src_addr, addr, key, context);
-}
-
 static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src_addr,
 			 uint64_t addr, uint64_t key, void *context)
@@ -588,24 +555,19 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov,
 			context);
 }
 
+static ssize_t rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, uint64_t addr, uint64_t key,
+			void *context)
+{
+	struct iovec iov = { buf, len };
+
+	return rma_readv(ep, &iov, &desc, 1, src_addr, addr, key, context);
+}
+
 static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			   uint64_t flags)
 {
 	return fi_readmsg(shm_of(ep), msg, flags);
-}
-
-static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len,
-			 void *desc, fi_addr_t dest_addr, uint64_t addr,
-			 uint64_t key, void *context)
-{
-	struct efa_ep *e = ep_of(ep);
-	struct iovec iov = { (void *) buf, len };
-
-	if (own_tx(e))
-		return rma_own(e, false, &iov, &desc, 1, dest_addr, addr, key,
-			       0, 0, context);
-	return fi_write(e->shm, buf, len, desc, dest_addr, addr, key,
-			context);
 }
 
 static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov,
@@ -619,6 +581,15 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov,
 			       key, 0, 0, context);
 	return fi_writev(e->shm, iov, desc, count, dest_addr, addr, key,
 			 context);
+}
+
+static ssize_t rma_write(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	struct iovec iov = { (void *) buf, len };
+
+	return rma_writev(ep, &iov, &desc, 1, dest_addr, addr, key, context);
 }
 
 static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,

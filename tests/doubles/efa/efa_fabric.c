@@ -12,13 +12,8 @@
 static int domain_close(struct fid *fid)
 {
 	struct efa_domain *d = efa_container(fid, struct efa_domain, domain.fid);
-	int ret = fi_close(&d->shm->fid);
 
-	if (ret)
-		return ret;
-	d->magic = 0;
-	free(d);
-	return 0;
+	return efa_close(&d->shm->fid, &d->magic, d);
 }
 
 static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
@@ -145,13 +140,8 @@ static int domain_open(struct fid_fabric *fabric, struct fi_info *info,
 static int fabric_close(struct fid *fid)
 {
 	struct efa_fabric *f = efa_container(fid, struct efa_fabric, fabric.fid);
-	int ret = fi_close(&f->shm->fid);
 
-	if (ret)
-		return ret;
-	f->magic = 0;
-	free(f);
-	return 0;
+	return efa_close(&f->shm->fid, &f->magic, f);
 }
 
 static int no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

@@ -14,13 +14,8 @@
 static int mr_close(struct fid *fid)
 {
 	struct efa_mr *m = efa_container(fid, struct efa_mr, mr.fid);
-	int ret = fi_close(&m->shm->fid);
 
-	if (ret)
-		return ret;
-	m->magic = 0;
-	free(m);
-	return 0;
+	return efa_close(&m->shm->fid, &m->magic, m);
 }
 
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)

@@ -116,6 +116,17 @@ struct fid *efa_inner(struct fid *fid)
 	}
 }
 
+int efa_close(struct fid *shm, uint32_t *magic, void *obj)
+{
+	int ret = fi_close(shm);
+
+	if (ret)
+		return ret;
+	*magic = 0;
+	free(obj);
+	return 0;
+}
+
 int efa_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	(void) fid; (void) bfid; (void) flags;

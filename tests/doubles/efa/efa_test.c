@@ -506,30 +506,35 @@ static void expect_both(struct pair *p, const char *what, struct want ini,
 
 #define ANY ((size_t) -1)
 
+/* fi_write of a's src into b's dst, or fi_read of dst into src: one
+ * completion, on a, and the bytes of seed where they went. */
+static void rma_one(struct pair *p, const char *how, bool read, int seed)
+{
+	const char *call = read ? "fi_read" : "fi_write";
+	void *from = read ? p->dst : p->src, *to = read ? p->src : p->dst;
+	uint64_t raddr = t_raddr(&p->f, &p->dst_mr, 0);
+	int c;
+
+	t_fill(from, LEN, seed);
+	t_fill(to, LEN, seed + 1);
+	if (read)
+		t_post(p->a.cq, fi_read(p->a.ep, p->src, LEN, p->src_mr.desc,
+					p->a2b, raddr, p->dst_mr.key, &c));
+	else
+		t_post(p->a.cq, fi_write(p->a.ep, p->src, LEN, p->src_mr.desc,
+					 p->a2b, raddr, p->dst_mr.key, &c));
+	expect_one(how, p->a.cq, W(&c, FI_RMA | (read ? FI_READ : FI_WRITE),
+				   ANY, FI_ADDR_UNSPEC, 0, 0));
+	t_assert(t_check(to, LEN, seed), "%s: %s: wrong bytes", how, call);
+	t_ok("%s: %s, %d bytes", how, call, LEN);
+}
+
 static void traffic(struct pair *p, const char *how)
 {
 	int c1, c2;
 
-	/* fi_write a -> b */
-	t_fill(p->src, LEN, 11);
-	t_fill(p->dst, LEN, 12);
-	t_post(p->a.cq, fi_write(p->a.ep, p->src, LEN, p->src_mr.desc, p->a2b,
-				 t_raddr(&p->f, &p->dst_mr, 0), p->dst_mr.key,
-				 &c1));
-	expect_one(how, p->a.cq, W(&c1, FI_RMA | FI_WRITE, ANY,
-				   FI_ADDR_UNSPEC, 0, 0));
-	t_assert(t_check(p->dst, LEN, 11), "%s: fi_write: wrong bytes", how);
-	t_ok("%s: fi_write, %d bytes", how, LEN);
-
-	/* fi_read of b's region into a's */
-	t_fill(p->dst, LEN, 13);
-	t_post(p->a.cq, fi_read(p->a.ep, p->src, LEN, p->src_mr.desc, p->a2b,
-				t_raddr(&p->f, &p->dst_mr, 0), p->dst_mr.key,
-				&c1));
-	expect_one(how, p->a.cq, W(&c1, FI_RMA | FI_READ, ANY,
-				   FI_ADDR_UNSPEC, 0, 0));
-	t_assert(t_check(p->src, LEN, 13), "%s: fi_read: wrong bytes", how);
-	t_ok("%s: fi_read", how);
+	rma_one(p, how, false, 11);
+	rma_one(p, how, true, 13);
 
 	/* fi_writedata: the target's completion has the data, from a */
 	t_fill(p->src, LEN, 14);
@@ -610,6 +615,19 @@ static void part_traffic_self(void)
 
 /* ---- the rest of the forwarding: waits, counters, options, cancel ---- */
 
+/* FI_OPT_MIN_MULTI_RECV of ep, after setting it to set unless 0. */
+static size_t min_multi_recv(struct fid_ep *ep, size_t set)
+{
+	size_t v = 0, sz = sizeof(v);
+
+	if (set)
+		t_fi(fi_setopt(&ep->fid, FI_OPT_ENDPOINT,
+			       FI_OPT_MIN_MULTI_RECV, &set, sizeof(set)));
+	t_fi(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &v,
+		       &sz));
+	return v;
+}
+
 static void part_controls(void)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
@@ -626,7 +644,7 @@ static void part_controls(void)
 	struct fid_av *av;
 	struct t_fabric f;
 	char name[64], buf[64], rbuf[64];
-	size_t len = sizeof(name), minrecv = 0, sz = sizeof(minrecv);
+	size_t len = sizeof(name), minrecv;
 	uint64_t flags;
 	fi_addr_t self;
 	int fd = -1, ctx, rctx;
@@ -655,12 +673,7 @@ static void part_controls(void)
 	t_fi(fi_ep_bind(ep, &cntr->fid, FI_SEND));
 
 	/* Options and op flags, before enabling. */
-	minrecv = 128;
-	t_fi(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &minrecv, sizeof(minrecv)));
-	minrecv = 0;
-	t_fi(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &minrecv, &sz));
+	minrecv = min_multi_recv(ep, 128);
 	t_assert(minrecv == 128, "FI_OPT_MIN_MULTI_RECV %zu", minrecv);
 	flags = FI_TRANSMIT | FI_COMPLETION;
 	t_fi(fi_control(&ep->fid, FI_SETOPSFLAG, &flags));
@@ -669,17 +682,10 @@ static void part_controls(void)
 	t_assert(flags & FI_COMPLETION, "FI_GETOPSFLAG %#lx",
 		 (unsigned long) flags);
 	t_fi(fi_enable(ep));
-	minrecv = 0;
-	t_fi(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &minrecv, &sz));
+	minrecv = min_multi_recv(ep, 0);
 	t_assert(minrecv == 128, "FI_OPT_MIN_MULTI_RECV %zu once enabled",
 		 minrecv);
-	minrecv = 256;
-	t_fi(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &minrecv, sizeof(minrecv)));
-	minrecv = 0;
-	t_fi(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV,
-		       &minrecv, &sz));
+	minrecv = min_multi_recv(ep, 256);
 	t_assert(minrecv == 256, "FI_OPT_MIN_MULTI_RECV %zu", minrecv);
 	t_ok("FI_OPT_MIN_MULTI_RECV before and after fi_enable, "
 	     "FI_SETOPSFLAG/FI_GETOPSFLAG");
@@ -739,23 +745,6 @@ static void part_controls(void)
 }
 
 /* ---- device memory ---- */
-
-static int wait_outcome(struct fid_cq *cq, void *ctx)
-{
-	struct fi_cq_tagged_entry ent;
-	struct fi_cq_err_entry err;
-	int ret = t_wait(cq, &ent, &err);
-
-	if (ret < 0)
-		return T_NO_CQE;
-	if (ret > 0) {
-		printf("error completion: %d (%s)\n", err.err,
-		       fi_strerror(err.err < 0 ? -err.err : err.err));
-		return T_ERR_CQE;
-	}
-	t_assert(ent.op_context == ctx, "completion for another context");
-	return T_OK;
-}
 
 /* Where a child that may crash writes the names of its shm regions, so
  * that the parent can remove what it left in /dev/shm. */
@@ -837,9 +826,9 @@ static int device_op(bool send)
 	}
 	if (ret)
 		return T_POST_ERR;
-	st = wait_outcome(a.cq, &c1);
+	st = t_outcome_of(a.cq, &c1, NULL);
 	if (!st && send)
-		st = wait_outcome(b.cq, &c2);
+		st = t_outcome_of(b.cq, &c2, NULL);
 	if (st)
 		return st;
 	t_dev_get(host, dst, LEN);
