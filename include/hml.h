@@ -118,7 +118,7 @@ void hml_fabric_wrap(struct fid_fabric *fabric);
 /* twin.c: what the provider granted to the application's hints plus
  * FI_HMEM, for an entry of its answer (the application never sees it) */
 struct hml_twin {
-	uint64_t mr_mode;		/* needed beyond the entry's */
+	uint64_t mr_mode;		/* the twin's registration modes */
 	size_t inject_size;
 };
 

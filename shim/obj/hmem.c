@@ -40,8 +40,9 @@ static struct fi_info *given(struct fi_info *info, const struct hml_twin *t)
 	}
 	if (p->rx_attr)
 		p->rx_attr->caps |= FI_HMEM;
+	/* The twin's other modes are the entry's already (twin.c). */
 	if (p->domain_attr)
-		p->domain_attr->mr_mode |= (int) t->mr_mode;
+		p->domain_attr->mr_mode |= (int) (t->mr_mode & FI_MR_HMEM);
 	return p;
 }
 

@@ -95,27 +95,37 @@ static bool same_id(const struct twin *w, const struct fi_info *info,
 	       w->addr_format == info->addr_format;
 }
 
+/* What the twin asks of the registrations beyond the entry's modes is
+ * at most FI_MR_HMEM (the application registers device memory, as its
+ * hints said). Entries of one answer may share a twin (shm with CUDA
+ * answers with its own entry and its FI_HMEM one), so this is asked of
+ * each entry, and the twin keeps only what is its own. */
+static bool fits(const struct fi_info *entry, uint64_t twin_mode)
+{
+	return !(twin_mode & ~(uint64_t) entry->domain_attr->mr_mode &
+		 ~(uint64_t) FI_MR_HMEM);
+}
+
 /* Keep twin for entry where the provider registers CUDA memory and the
- * twin asks nothing of the application's registrations but FI_MR_HMEM;
- * true if it is kept. */
+ * twin fits the entry; true if it is kept. */
 bool hml_twin_keep(const struct fi_info *entry, const struct fi_info *twin)
 {
 	char key[KEY_MAX];
 	struct twin *w = NULL;
-	uint64_t more;
+	uint64_t mode;
 	bool ok;
 
 	if (!has_attrs(entry) || !has_attrs(twin))
 		return false;
-	more = (uint64_t) twin->domain_attr->mr_mode &
-	       ~(uint64_t) entry->domain_attr->mr_mode;
+	mode = (uint64_t) twin->domain_attr->mr_mode;
 	key_of(twin, key);
 	pthread_mutex_lock(&lock);
 	ok = works(twin, key);
-	if (ok && (more & ~(uint64_t) FI_MR_HMEM)) {
+	if (ok && !fits(entry, mode)) {
 		hml_info_once("%s: FI_HMEM not asked for: with it the provider "
 			      "needs registration modes %#llx the application "
-			      "was not given", key, (unsigned long long) more);
+			      "was not given", key, (unsigned long long)
+			      (mode & ~(uint64_t) entry->domain_attr->mr_mode));
 		ok = false;
 	}
 	for (int i = 0; ok && i < ntwins && !w; i++)
@@ -130,7 +140,7 @@ bool hml_twin_keep(const struct fi_info *entry, const struct fi_info *twin)
 		w->protocol = twin->ep_attr->protocol;
 		w->addr_format = twin->addr_format;
 		w->caps = twin->caps;
-		w->t.mr_mode = more;
+		w->t.mr_mode = mode;
 		w->t.inject_size = twin->tx_attr->inject_size;
 	}
 	pthread_mutex_unlock(&lock);
@@ -138,8 +148,8 @@ bool hml_twin_keep(const struct fi_info *entry, const struct fi_info *twin)
 }
 
 /* The twin kept for an entry such as info: same provider, fabric,
- * domain, endpoint type, protocol and address format, and capabilities
- * the twin has. */
+ * domain, endpoint type, protocol and address format, capabilities the
+ * twin has, and registration modes it fits. */
 bool hml_twin_find(const struct fi_info *info, struct hml_twin *t)
 {
 	char key[KEY_MAX];
@@ -151,7 +161,8 @@ bool hml_twin_find(const struct fi_info *info, struct hml_twin *t)
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < ntwins && !found; i++) {
 		found = same_id(&twins[i], info, key) &&
-			!(info->caps & ~twins[i].caps);
+			!(info->caps & ~twins[i].caps) &&
+			fits(info, twins[i].t.mr_mode);
 		if (found)
 			*t = twins[i].t;
 	}

@@ -11,7 +11,7 @@ tests_unit_libhmlcore_la_CFLAGS = $(AM_CFLAGS)
 unit_checks = tests/unit/mrmap tests/unit/avcache tests/unit/cqerr \
 	tests/unit/config tests/unit/route tests/unit/match \
 	tests/unit/takeback tests/unit/hold tests/unit/inflight \
-	tests/unit/copy
+	tests/unit/copy tests/unit/twin
 check_PROGRAMS += $(unit_checks)
 UNIT_LDADD = tests/unit/libhmlcore.la $(LIBFABRIC_LIBS) $(LIBS) -lpthread
 tests_unit_mrmap_SOURCES = tests/unit/mrmap.c tests/unit/unit.h
@@ -36,3 +36,5 @@ tests_unit_inflight_SOURCES = tests/unit/inflight.c $(FAKE_PROV)
 tests_unit_inflight_LDADD = $(UNIT_LDADD)
 tests_unit_copy_SOURCES = tests/unit/copy.c tests/unit/unit.h
 tests_unit_copy_LDADD = $(UNIT_LDADD)
+tests_unit_twin_SOURCES = tests/unit/twin.c tests/unit/unit.h
+tests_unit_twin_LDADD = $(UNIT_LDADD)
