@@ -214,7 +214,8 @@ struct hml_cq {
 					 * threading) */
 	int sleepers;			/* atomic: threads in sread */
 	bool exported;			/* atomic: FI_GETWAIT was asked */
-	bool stray;			/* atomic: signalled, nobody asleep */
+	unsigned app_signals;		/* atomic: the application's
+					 * fi_cq_signal calls */
 
 	/* cqueue.c: hmemloop's entries, oldest at head */
 	pthread_mutex_t lock;

@@ -83,7 +83,9 @@ void sread_woken(void)
 /*
  * After a wake-up for a device write, the next sread of the drained CQ
  * blocks for its whole timeout, as it would without hmemloop; so it does
- * after device writes to a CQ whose fd the application exported.
+ * after device writes to a CQ whose fd the application exported, and
+ * after an sread that found its write in flight, waited for it and
+ * returned its entry at once (the wake-up it sent itself is spent).
  */
 static void rewait_one(int how)
 {
@@ -91,8 +93,9 @@ static void rewait_one(int how)
 		"fi_cq_sread on a FI_WAIT_UNSPEC CQ, asleep",
 		"fi_cq_sreadfrom on a FI_WAIT_UNSPEC CQ, asleep",
 		"device writes to a FI_WAIT_FD CQ its fd exported, read",
+		"fi_cq_sread on a FI_WAIT_UNSPEC CQ, its write in flight",
 	};
-	struct fx_opts o = { .await = how < 2 ? FI_WAIT_UNSPEC : FI_WAIT_FD };
+	struct fx_opts o = { .await = how == 2 ? FI_WAIT_FD : FI_WAIT_UNSPEC };
 	struct sleeper sl = { .how = SREAD, .count = 4, .timeout = SHORT_MS };
 	const char *what = hows[how];
 	double dt;
@@ -108,6 +111,14 @@ static void rewait_one(int how)
 	}
 	if (how < 2) {
 		woken_run(how, what);
+	} else if (how == 3) {
+		fill_src();
+		dev_write(&x, &ctx[0]);
+		sl.cq = x.a.cq;
+		dt = sleeper_now(&sl, what);
+		t_assert(sl.ret == 1, "%s: %zd (%s), expected its entry", what,
+			 sl.ret, rstr(sl.ret));
+		check_entry(&sl.ent[0], &ctx[0], FI_RMA | FI_WRITE, what);
 	} else {
 		if (fi_control(&x.a.cq->fid, FI_GETWAIT, &fd)) {
 			t_case_skip("%s: %s gives no fd", what, t_prov);
@@ -134,7 +145,7 @@ static void rewait_one(int how)
 
 void sread_rewait(void)
 {
-	for (int how = 0; how < 3; how++)
+	for (int how = 0; how < 4; how++)
 		rewait_one(how);
 }
 

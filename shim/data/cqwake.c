@@ -26,10 +26,6 @@ void hml_cq_wake(struct hml_cq *c)
 {
 	if (c->wait_obj == FI_WAIT_NONE)
 		return;
-	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST)) {
+	if (__atomic_load_n(&c->sleepers, __ATOMIC_SEQ_CST) || watched(c))
 		c->prov->signal(c->cq);
-	} else if (watched(c)) {
-		__atomic_store_n(&c->stray, true, __ATOMIC_RELEASE);
-		c->prov->signal(c->cq);
-	}
 }

@@ -325,14 +325,42 @@ static int since(long start)
 	return (int) (now_ms() - start);
 }
 
+static unsigned app_signals(struct hml_cq *c)
+{
+	return __atomic_load_n(&c->app_signals, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Whether the provider's sread, which answered m, ended for nothing the
+ * caller would see, so that it sleeps again for what is left of its
+ * timeout: a wake-up the shim sent that found no one asleep, or was for
+ * an entry another reader took, is left in the provider (util's wakeup
+ * flag), and ends the next sread at once; and a provider whose sread
+ * reads its queue itself (sockets, the EFA double's shm) stops at an
+ * error that may be a cancel the shim swallows. The application's own
+ * signal (util: -FI_EAGAIN, sockets: -FI_ECANCELED), sent since app,
+ * ends it, as a shim entry does.
+ */
+static bool again(struct hml_cq *c, ssize_t m, unsigned app)
+{
+	if (m == -FI_EAVAIL && filtering(c)) {
+		hml_rx_pump(c);
+		return !pending(c);
+	}
+	return (m == -FI_EAGAIN || m == -FI_ECANCELED) && !pending(c) &&
+	       app_signals(c) == app;
+}
+
 static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 		     fi_addr_t *src, bool from, const void *cond, int timeout)
 {
 	ssize_t n = 0, m = 0;
 	long start = now_ms();
+	unsigned app;
 	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
+	app = app_signals(c);
 	watched(c, 1);
 	/* Copies posted from now on are waited for at post (inflight.c);
 	 * those in flight now, here. */
@@ -344,23 +372,11 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	if (n < 0 || (size_t) n == count || enough(c, cond, n))
 		goto out;
 	rest = (char *) buf + n * c->entry_size;
-	/* Signals sent while nobody slept (for an exported fd, a wait set)
-	 * leave the provider's wakeup set: spend it first, or this sread
-	 * would end at once. */
-	if (__atomic_exchange_n(&c->stray, false, __ATOMIC_ACQ_REL))
-		m = prov_sread(c, rest, count - n, src ? src + n : NULL, from,
-			       less_cond(c, cond, n), 1);
-	while (m <= 0) {
+	for (;;) {
 		m = prov_sread(c, rest, count - n, src ? src + n : NULL, from,
 			       less_cond(c, cond, n), timeout);
-		/* A provider whose sread reads its queue itself (sockets, the
-		 * EFA double's shm) stops at an error: it may be a cancel the
-		 * shim swallows. Then sleep again, for what is left. */
-		if (m != -FI_EAVAIL || !filtering(c))
-			break;
-		hml_rx_pump(c);
-		if (pending(c) || (timeout >= 0 &&
-				   (timeout -= since(start)) <= 0))
+		if (m > 0 || !again(c, m, app) ||
+		    (timeout >= 0 && (timeout -= since(start)) <= 0))
 			break;
 		start = now_ms();
 	}
@@ -401,6 +417,16 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 	if (c->wait_obj == FI_WAIT_NONE || !buf || !count)
 		return c->prov->sreadfrom(cq, buf, count, src, cond, timeout);
 	return sread(c, buf, count, src, true, cond, timeout);
+}
+
+/* The application's fi_cq_signal: counted, so that a sread ends for it
+ * where it sleeps again after a wake-up of the shim's (above). */
+static int hml_cq_signal(struct fid_cq *cq)
+{
+	struct hml_cq *c = hml_container_of(cq->ops, struct hml_cq, ops.ops);
+
+	__atomic_add_fetch(&c->app_signals, 1, __ATOMIC_SEQ_CST);
+	return c->prov->signal(cq);
 }
 
 /* The application will wait on the CQ's own wait object (an fd to epoll):
@@ -482,6 +508,7 @@ void hml_cq_wrap(struct hml_domain *d, struct fid_cq *cq,
 		hml_table_set(&c->ops.ops, readerr, hml_cq_readerr);
 		hml_table_set(&c->ops.ops, sread, hml_cq_sread);
 		hml_table_set(&c->ops.ops, sreadfrom, hml_cq_sreadfrom);
+		hml_table_set(&c->ops.ops, signal, hml_cq_signal);
 		cq->ops = &c->ops.ops;
 	}
 	hml_fid_wrap(&c->h, &cq->fid, release);
