@@ -132,7 +132,5 @@ void case_bad(void);
 void case_bad_host(void);
 void case_threads(void);
 void good_after(struct fx *x, const char *after);
-void in_thread(const struct ini *in, const struct tgt *t,
-	       const struct xfer *x, bool own_ctx, const char *what);
 
 #endif

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rma.h"
@@ -438,45 +439,60 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
-/* Issue x from a new thread; the bytes are checked here, where there is
- * a context to read device memory with. */
-void in_thread(const struct ini *in, const struct tgt *t,
-		      const struct xfer *x, bool own_ctx, const char *what)
+/* A transfer between buffers at PAD, issued from a new thread. */
+struct thread_op {
+	enum op op;
+	int lb, rb;		/* local, remote buffer */
+	size_t len;
+	bool own_ctx;		/* the thread makes a context of its own */
+};
+
+/* Issue each of ops from a new thread of its own, from cur_fx's first
+ * initiator to its second target; the bytes are checked here, where there
+ * is a context to read device memory with. */
+static void in_threads(const struct thread_op *ops, size_t n)
 {
-	struct job j = { in, t, x, own_ctx, what };
+	struct fx *fx = cur_fx;
+	const struct thread_op *o;
+	char what[160];
+	struct xfer x;
 	pthread_t th;
 
-	prep(x, false);
-	t_assert(!pthread_create(&th, NULL, job_main, &j), "pthread_create");
-	t_assert(!pthread_join(th, NULL), "pthread_join");
-	effect(x);
-	check(x, false, what);
-	t_ok("[%s] %s", cur_fx->mode, what);
+	for (o = ops; o < ops + n; o++) {
+		struct job j = { &fx->ia, &fx->tb, &x, o->own_ctx, what };
+		int from = is_read(o->op) ? o->rb : o->lb;
+		int to = is_read(o->op) ? o->lb : o->rb;
+
+		snprintf(what, sizeof(what), "thread %s: %s %s to %s, %zu "
+			 "bytes; %s", o->own_ctx ? "with another context of "
+			 "the device" : "without a context", op_names[o->op],
+			 bufs[from].dev ? "device" : "host",
+			 bufs[to].dev ? "device" : "host", o->len,
+			 o->own_ctx ? "its context kept" : "still no context");
+		x = simple(o->op, o->lb, PAD, o->rb, PAD, o->len);
+		prep(&x, false);
+		t_assert(!pthread_create(&th, NULL, job_main, &j),
+			 "pthread_create");
+		t_assert(!pthread_join(th, NULL), "pthread_join");
+		effect(&x);
+		check(&x, false, what);
+		t_ok("[%s] %s", fx->mode, what);
+	}
 }
 
 /* The caller's CUDA context is as it was: none, or its own. */
 void case_threads(void)
 {
-	struct fx *x = cur_fx;
-	struct xfer t;
+	static const struct thread_op ops[] = {
+		{ WRITE, DA, DB, MIB, false },
+		{ READ, DB, DA, 4096, false },
+		{ WRITE, HA, DB, 4096, false },
+		{ READ, HB, DA, 4096, false },
+		{ WRITEDATA, HA, DB, 4096, false },
+		{ WRITE, DA, DB, 4096, true },
+		{ READ, HB, DA, 4096, true },
+	};
 
-	t = simple(WRITE, DA, PAD, DB, PAD, MIB);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_write device to device, 1 MiB; still no context");
-	t = simple(READ, DB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_read device to device; still no context");
-	t = simple(WRITE, HA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_write host to device; still no context");
-	t = simple(READ, HB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_read device to host; still no context");
-	t = simple(WRITE, DA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, true, "thread with another context of "
-		  "the device: fi_write device to device; its context kept");
-	t = simple(READ, HB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, true, "thread with another context of "
-		  "the device: fi_read device to host; its context kept");
+	in_threads(ops, sizeof(ops) / sizeof(ops[0]));
 }
 

@@ -399,10 +399,9 @@ static ssize_t post_once(struct fid_ep *ep, const struct xfer *x,
 		return fi_write(ep, buf, len, desc[0], addr, riov->addr,
 				riov->key, ctx);
 	case WRITEV:
-		return fi_writev(ep, iov, desc, x->nl, addr, riov->addr,
-				 riov->key, ctx);
-	case WRITEMSG:
-		return fi_writemsg(ep, &msg, x->flags);
+	case READV:
+		return (is_read(x->op) ? fi_readv : fi_writev)(ep, iov, desc,
+				x->nl, addr, riov->addr, riov->key, ctx);
 	case INJECT:
 		return fi_inject_write(ep, buf, len, addr, riov->addr,
 				       riov->key);
@@ -415,11 +414,9 @@ static ssize_t post_once(struct fid_ep *ep, const struct xfer *x,
 	case READ:
 		return fi_read(ep, buf, len, desc[0], addr, riov->addr,
 			       riov->key, ctx);
-	case READV:
-		return fi_readv(ep, iov, desc, x->nl, addr, riov->addr,
-				riov->key, ctx);
-	default:
-		return fi_readmsg(ep, &msg, x->flags);
+	default:		/* WRITEMSG, READMSG */
+		return (is_read(x->op) ? fi_readmsg : fi_writemsg)(ep, &msg,
+								   x->flags);
 	}
 }
 
