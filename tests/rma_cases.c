@@ -4,9 +4,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <pthread.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "rma.h"
 
@@ -29,8 +27,7 @@ static struct xfer dir_xfer(enum op op, const struct dir *d, size_t loff,
 			     simple(op, d->wl, loff, d->wr, roff, len);
 }
 
-/* "fi_read device to host": the call, where its bytes come from and go. */
-static void describe(char *s, size_t n, enum op op, int lb, int rb)
+void describe(char *s, size_t n, enum op op, int lb, int rb)
 {
 	int from = is_read(op) ? rb : lb, to = is_read(op) ? lb : rb;
 
@@ -98,17 +95,14 @@ void case_ops(void)
  * so this fails if the completion came before the copy. */
 void case_late(void)
 {
-	struct fx *x = cur_fx;
-	struct xfer w = simple(WRITE, DA, PAD, DB, PAD, MIB);
-	struct xfer r = simple(READ, DB, PAD, DA, PAD, MIB);
-	struct xfer h = simple(WRITE, HA, PAD, DB, PAD, MIB);
+	static const struct plain ts[] = {
+		{ WRITE, DA, DB, PAD, MIB },
+		{ READ, DB, DA, PAD, MIB },
+		{ WRITE, HA, DB, PAD, MIB },
+	};
 
-	run(&x->ia, &x->tb, &w, "1 MiB fi_write device to device: bytes "
-	    "there at its completion");
-	run(&x->ia, &x->tb, &r, "1 MiB fi_read device to device: bytes "
-	    "there at its completion");
-	run(&x->ia, &x->tb, &h, "1 MiB fi_write host to device: bytes "
-	    "there at its completion");
+	run_each(&cur_fx->tb, ts, sizeof(ts) / sizeof(ts[0]),
+		 "bytes there at its completion");
 }
 
 /* n pieces of the given lengths, alternating between two buffers, one
@@ -413,97 +407,3 @@ void case_bad_host(void)
 
 	refuse_each(bad, sizeof(bad) / sizeof(bad[0]));
 }
-
-/* ---- operations from other threads ------------------------------------ */
-
-struct job {
-	const struct ini *in;
-	const struct tgt *t;
-	const struct xfer *x;
-	bool own_ctx;		/* make a new context of device 0 current */
-	const char *what;
-};
-
-static void *job_main(void *arg)
-{
-	struct job *j = arg;
-	CUcontext cur, mine = NULL, popped;
-	CUdevice dev;
-
-	t_cu(cuCtxGetCurrent(&cur));
-	t_assert(!cur, "%s: a new thread has context %p", j->what,
-		 (void *) cur);
-	if (j->own_ctx) {
-		t_cu(cuDeviceGet(&dev, 0));
-		t_cu(t_ctx_create(&mine, dev));
-	}
-	issue(cur_fx, j->in, j->t, j->x, 0, j->what);
-	t_cu(cuCtxGetCurrent(&cur));
-	t_assert(cur == mine, "%s: the thread's context is %p after, %p "
-		 "before", j->what, (void *) cur, (void *) mine);
-	if (mine) {
-		/* Nothing may be left pushed under the thread's context. */
-		t_cu(cuCtxPopCurrent(&popped));
-		t_cu(cuCtxGetCurrent(&cur));
-		t_assert(popped == mine && !cur, "%s: the thread's context "
-			 "stack changed: popped %p, then %p current", j->what,
-			 (void *) popped, (void *) cur);
-		t_cu(cuCtxDestroy(mine));
-	}
-	return NULL;
-}
-
-/* A transfer between buffers at PAD, issued from a new thread. */
-struct thread_op {
-	enum op op;
-	int lb, rb;		/* local, remote buffer */
-	size_t len;
-	bool own_ctx;		/* the thread makes a context of its own */
-};
-
-/* Issue each of ops from a new thread of its own, from cur_fx's first
- * initiator to its second target; the bytes are checked here, where there
- * is a context to read device memory with. */
-static void in_threads(const struct thread_op *ops, size_t n)
-{
-	struct fx *fx = cur_fx;
-	const struct thread_op *o;
-	char call[80], what[160];
-	struct xfer x;
-	pthread_t th;
-
-	for (o = ops; o < ops + n; o++) {
-		struct job j = { &fx->ia, &fx->tb, &x, o->own_ctx, what };
-
-		describe(call, sizeof(call), o->op, o->lb, o->rb);
-		snprintf(what, sizeof(what), "thread %s: %s, %zu bytes; %s",
-			 o->own_ctx ? "with another context of the device" :
-			 "without a context", call, o->len,
-			 o->own_ctx ? "its context kept" : "still no context");
-		x = simple(o->op, o->lb, PAD, o->rb, PAD, o->len);
-		prep(&x, false);
-		t_assert(!pthread_create(&th, NULL, job_main, &j),
-			 "pthread_create");
-		t_assert(!pthread_join(th, NULL), "pthread_join");
-		effect(&x);
-		check(&x, false, what);
-		t_ok("[%s] %s", fx->mode, what);
-	}
-}
-
-/* The caller's CUDA context is as it was: none, or its own. */
-void case_threads(void)
-{
-	static const struct thread_op ops[] = {
-		{ WRITE, DA, DB, MIB, false },
-		{ READ, DB, DA, 4096, false },
-		{ WRITE, HA, DB, 4096, false },
-		{ READ, HB, DA, 4096, false },
-		{ WRITEDATA, HA, DB, 4096, false },
-		{ WRITE, DA, DB, 4096, true },
-		{ READ, HB, DA, 4096, true },
-	};
-
-	in_threads(ops, sizeof(ops) / sizeof(ops[0]));
-}
-
