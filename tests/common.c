@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hmltest.h"
 
@@ -218,4 +219,20 @@ const char *t_outcome_name(int o)
 	case T_CRASH: return "crash";
 	default: return "test failure";
 	}
+}
+
+pid_t t_fork_peer(int *rd, int *wr)
+{
+	int down[2], up[2];	/* to the child, to the parent */
+	pid_t pid;
+
+	t_assert(!pipe(down) && !pipe(up), "pipe");
+	fflush(stdout);
+	pid = fork();
+	t_assert(pid >= 0, "fork");
+	close(pid ? down[0] : down[1]);
+	close(pid ? up[1] : up[0]);
+	*rd = pid ? up[0] : down[0];
+	*wr = pid ? down[1] : up[1];
+	return pid;
 }

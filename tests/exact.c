@@ -155,32 +155,28 @@ static void names(int n, ...)
 static void shared(void)
 {
 	const char *what = "two receives with one context";
-	struct fi_context2 x, s1, s2;
+	struct fi_context2 x, s[2];
 	struct ent g;
 
 	if (!shared_ok) {
 		t_trace("shared: not legal here (FI_CONTEXT mode)");
 		return;
 	}
-	names(3, &x, "x", &s1, "s1", &s2, "s2");
+	names(3, &x, "x", &s[0], "s1", &s[1], "s2");
 	poison(0);
 	poison(1);
 	load(0, 11);
 	load(1, 12);
 	recv_slot(B, 0, &x);
 	recv_slot(B, 1, &x);
-	send_slot(A, B, 0, &s1);
-	tx_done(A, &s1, what);
-	g = next(B, what);
-	t_assert(g.ctx == &x && !g.err && g.len == LEN, "%s: first receive "
-		 "entry: context %p err %d (%s) len %zu", what, g.ctx, g.err,
-		 fi_strerror(g.err), g.len);
-	send_slot(A, B, 1, &s2);
-	tx_done(A, &s2, what);
-	g = next(B, what);
-	t_assert(g.ctx == &x && !g.err && g.len == LEN, "%s: second receive "
-		 "entry: context %p err %d (%s) len %zu", what, g.ctx, g.err,
-		 fi_strerror(g.err), g.len);
+	for (int i = 0; i < 2; i++) {
+		send_slot(A, B, i, &s[i]);
+		tx_done(A, &s[i], what);
+		g = next(B, what);
+		t_assert(g.ctx == &x && !g.err && g.len == LEN, "%s: receive "
+			 "entry %d: context %p err %d (%s) len %zu", what,
+			 i + 1, g.ctx, g.err, fi_strerror(g.err), g.len);
+	}
 	quiet(B, what);
 	t_assert(holds(0, 11), "%s: the first buffer lacks the first message",
 		 what);

@@ -122,24 +122,13 @@ static void peer_run(const struct t_opts *o, int rfd, int wfd)
  * which may need r's progress. */
 static void peer_start(struct peer *p, const struct t_opts *o, struct t_ep *r)
 {
-	int to[2], from[2];
 	char name[256], buf[LEN];
 	struct fi_context2 rctx;
 	size_t len;
 
-	t_assert(!pipe(to) && !pipe(from), "pipe");
-	fflush(stdout);
-	p->pid = fork();
-	t_assert(p->pid >= 0, "fork");
-	if (!p->pid) {
-		close(to[1]);
-		close(from[0]);
-		peer_run(o, to[0], from[1]);
-	}
-	close(to[0]);
-	close(from[1]);
-	p->to = to[1];
-	p->from = from[0];
+	p->pid = t_fork_peer(&p->from, &p->to);
+	if (!p->pid)
+		peer_run(o, p->from, p->to);
 	xread(p->from, &len, sizeof(len));
 	xread(p->from, name, len);
 	p->self = t_insert(r, r->name);

@@ -385,4 +385,8 @@ void t_fill(void *buf, size_t n, unsigned seed);
 bool t_check(const void *buf, size_t n, unsigned seed);
 uint32_t t_crc(const void *buf, size_t n);
 
+/* fork, with two pipes between parent and child: in each, *rd reads what
+ * the other writes to its *wr. fork's value; stdout flushed before. */
+pid_t t_fork_peer(int *rd, int *wr);
+
 #endif

@@ -13,7 +13,8 @@ check_PROGRAMS += tests/passthrough tests/tables tests/dlopen tests/oldabi \
 	tests/threading tests/peers tests/exact tests/fuzz tests/bounds \
 	tests/statsrun tests/async tests/inflight tests/order tests/names tests/peek \
 	tests/held
-tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c tests/rma.h
+tests_rma_SOURCES = tests/rma.c tests/rma_core.c tests/rma_cases.c \
+	tests/rma_threads.c tests/rma.h
 tests_rma_LDADD = $(LDADD) -lpthread
 tests_msg_SOURCES = tests/msg.c tests/msg_calls.c tests/msg_race.c \
 	tests/msg_rx.c tests/msg.h

@@ -205,7 +205,7 @@ void race(void)
 	static struct race rc;
 	static uint8_t bytes[SLOT];
 	struct ep *a = &fx.ep[A], *b = &fx.ep[B];
-	int p2c[2], c2p[2], st, switches = 0;
+	int to_peer, from_peer, st, switches = 0;
 	char arg[80], name[256];
 	const char *what = "race";
 	struct report rep;
@@ -216,26 +216,19 @@ void race(void)
 	size_t n;
 	CTX(wctx);
 
-	t_assert(!pipe(p2c) && !pipe(c2p), "pipe");
-	fflush(stdout);
-	peer_pid = fork();
-	t_assert(peer_pid >= 0, "fork");
+	peer_pid = t_fork_peer(&from_peer, &to_peer);
 	if (!peer_pid) {
-		close(p2c[1]);
-		close(c2p[0]);
-		snprintf(arg, sizeof(arg), "%d,%d,%#llx,%d", p2c[0], c2p[1],
-			 (unsigned long long) fx.caps, fx.sas);
+		snprintf(arg, sizeof(arg), "%d,%d,%#llx,%d", from_peer,
+			 to_peer, (unsigned long long) fx.caps, fx.sas);
 		execl("/proc/self/exe", "msg", "-p", t_prov, "-P", arg,
 		      (char *) NULL);
 		_exit(127);
 	}
 	atexit(end_peer);
-	close(p2c[0]);
-	close(c2p[1]);
-	xwrite(p2c[1], &b->t.namelen, sizeof(b->t.namelen));
-	xwrite(p2c[1], b->t.name, b->t.namelen);
-	t_assert(xread(c2p[0], &n, sizeof(n), NULL) && n <= sizeof(name) &&
-		 xread(c2p[0], name, n, NULL), "%s: the peer did not start",
+	xwrite(to_peer, &b->t.namelen, sizeof(b->t.namelen));
+	xwrite(to_peer, b->t.name, b->t.namelen);
+	t_assert(xread(from_peer, &n, sizeof(n), NULL) && n <= sizeof(name) &&
+		 xread(from_peer, name, n, NULL), "%s: the peer did not start",
 		 what);
 	peer_addr = t_insert(&b->t, name);
 
@@ -247,7 +240,7 @@ void race(void)
 	};
 	poison_rx(&warm.r);
 	do_recv(&warm);
-	xwrite(p2c[1], "w", 1);
+	xwrite(to_peer, "w", 1);
 	payload(bytes, 2, RACE_N);
 	t_assert(!next(b, &g, t_wait_s()), "%s: the peer's first message did "
 		 "not come", what);
@@ -290,7 +283,7 @@ void race(void)
 		payload(bytes, 1, i);
 		put(SD, i * SLOT, bytes, race_len(1, i));
 	}
-	xwrite(p2c[1], "g", 1);
+	xwrite(to_peer, "g", 1);
 	race_poll(&rc, t_wait_s(), 1);
 	t_assert(rc.n == 1, "%s: no message from the peer", what);
 	for (int i = 0; i < RACE_N; i++) {
@@ -311,18 +304,18 @@ void race(void)
 		 rc.delivered[2]);
 	quiet(b, what);
 	b->want[1][0] += 2 * RACE_N;
-	t_assert(xread(c2p[0], &rep, sizeof(rep), b->t.cq), "%s: no report "
+	t_assert(xread(from_peer, &rep, sizeof(rep), b->t.cq), "%s: no report "
 		 "from the peer", what);
 	t_assert(rep.ok == RACE_N && !rep.err && !rep.dup, "%s: the peer's "
 		 "sends: %u completed, %u in error, %u extra", what, rep.ok,
 		 rep.err, rep.dup);
-	xwrite(p2c[1], "b", 1);
+	xwrite(to_peer, "b", 1);
 	t_assert(waitpid(peer_pid, &st, 0) == peer_pid, "waitpid");
 	peer_pid = 0;
 	t_assert(WIFEXITED(st) && !WEXITSTATUS(st), "%s: the peer ended "
 		 "with status %#x", what, st);
-	close(p2c[1]);
-	close(c2p[0]);
+	close(to_peer);
+	close(from_peer);
 	verify(DH, 0, 2 * RACE_N * SLOT, what);
 	counts(what);
 	for (int s = 1; s <= 2 && fx.sas; s++)

@@ -320,7 +320,7 @@ static void peer(int rfd, int wfd)
 
 static void two_processes(void)
 {
-	int to_peer[2], from_peer[2], st;
+	int to_peer, from_peer, st;
 	struct side *a = calloc(1, sizeof(*a));
 	char name[256], ready;
 	struct target t;
@@ -328,32 +328,24 @@ static void two_processes(void)
 	fi_addr_t dest;
 	pid_t pid;
 
-	t_assert(!pipe(to_peer) && !pipe(from_peer), "pipe");
-	fflush(stdout);
-	pid = fork();
-	t_assert(pid >= 0, "fork");
-	if (!pid) {
-		close(to_peer[1]);
-		close(from_peer[0]);
-		peer(to_peer[0], from_peer[1]);
-	}
-	close(to_peer[0]);
-	close(from_peer[1]);
-	xread(from_peer[0], &len, sizeof(len));
+	pid = t_fork_peer(&from_peer, &to_peer);
+	if (!pid)
+		peer(from_peer, to_peer);
+	xread(from_peer, &len, sizeof(len));
 	t_assert(len <= sizeof(name), "peer name too long");
-	xread(from_peer[0], name, len);
-	xread(from_peer[0], &t, sizeof(t));
+	xread(from_peer, name, len);
+	xread(from_peer, &t, sizeof(t));
 
 	side_open(a, 4, NULL);
 	if (own)
 		t_insert(&a->e, a->e.name);
 	dest = t_insert(&a->e, name);
 	for (int tagged = 0; tagged < 2; tagged++) {
-		xread(from_peer[0], &ready, 1);
+		xread(from_peer, &ready, 1);
 		msgs(a, dest, tagged, "remote");
 	}
 	rma(a, dest, t, "remote");
-	xwrite(to_peer[1], "g", 1);
+	xwrite(to_peer, "g", 1);
 	t_assert(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		 !WEXITSTATUS(st), "peer process failed: status %#x", st);
 	side_close(a);

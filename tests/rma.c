@@ -187,15 +187,7 @@ static void child_two_devices(void)
 		 "transfer");
 	before = free_on(d1);
 
-	t = simple(WRITE, DA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "two devices, new thread: fi_write "
-		  "device to device");
-	t = simple(READ, HB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "two devices, new thread: fi_read "
-		  "device to host");
-	t = simple(WRITEDATA, HA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "two devices, new thread: "
-		  "fi_writedata host to device");
+	case_threads();		/* new threads, with and without a context */
 	t = simple(WRITE, DA, PAD, DB, PAD, 4096);
 	run(&x->ia, &x->tb, &t, "two devices, main thread: fi_write device to "
 	    "device");

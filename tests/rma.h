@@ -130,9 +130,12 @@ void case_selective(void);
 void case_cqdata(void);
 void case_bad(void);
 void case_bad_host(void);
-void case_threads(void);
 void good_after(struct fx *x, const char *after);
-void in_thread(const struct ini *in, const struct tgt *t,
-	       const struct xfer *x, bool own_ctx, const char *what);
+/* "fi_read device to host": the call, where its bytes come from and go. */
+void describe(char *s, size_t n, enum op op, int lb, int rb);
+
+/* ---- rma_threads.c ----------------------------------------------------- */
+
+void case_threads(void);
 
 #endif

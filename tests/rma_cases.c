@@ -4,8 +4,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <pthread.h>
-#include <string.h>
+#include <stdio.h>
 
 #include "rma.h"
 
@@ -26,6 +25,42 @@ static struct xfer dir_xfer(enum op op, const struct dir *d, size_t loff,
 {
 	return is_read(op) ? simple(op, d->rl, loff, d->rr, roff, len) :
 			     simple(op, d->wl, loff, d->wr, roff, len);
+}
+
+void describe(char *s, size_t n, enum op op, int lb, int rb)
+{
+	int from = is_read(op) ? rb : lb, to = is_read(op) ? lb : rb;
+
+	snprintf(s, n, "%s %s to %s", op_names[op],
+		 bufs[from].dev ? "device" : "host",
+		 bufs[to].dev ? "device" : "host");
+}
+
+/* A transfer of a list: between buffers at PAD locally and roff
+ * remotely; len 0: inject_size, and none where that is 0. */
+struct plain {
+	enum op op;
+	int lb, rb;
+	size_t roff, len;
+};
+
+/* Each of ts from the first initiator to t (run), said as what's. */
+static void run_each(const struct tgt *t, const struct plain *ts, size_t n,
+		     const char *what)
+{
+	const struct plain *p;
+	char call[80];
+	struct xfer x;
+
+	for (p = ts; p < ts + n; p++) {
+		size_t len = p->len ? p->len : cur_fx->inject;
+
+		if (!len)
+			continue;
+		x = simple(p->op, p->lb, PAD, p->rb, p->roff, len);
+		describe(call, sizeof(call), p->op, p->lb, p->rb);
+		run(&cur_fx->ia, t, &x, "%s: %s, %zu bytes", what, call, len);
+	}
 }
 
 /* Every call, every direction, 1 byte to 1 MiB (injects: up to
@@ -60,17 +95,14 @@ void case_ops(void)
  * so this fails if the completion came before the copy. */
 void case_late(void)
 {
-	struct fx *x = cur_fx;
-	struct xfer w = simple(WRITE, DA, PAD, DB, PAD, MIB);
-	struct xfer r = simple(READ, DB, PAD, DA, PAD, MIB);
-	struct xfer h = simple(WRITE, HA, PAD, DB, PAD, MIB);
+	static const struct plain ts[] = {
+		{ WRITE, DA, DB, PAD, MIB },
+		{ READ, DB, DA, PAD, MIB },
+		{ WRITE, HA, DB, PAD, MIB },
+	};
 
-	run(&x->ia, &x->tb, &w, "1 MiB fi_write device to device: bytes "
-	    "there at its completion");
-	run(&x->ia, &x->tb, &r, "1 MiB fi_read device to device: bytes "
-	    "there at its completion");
-	run(&x->ia, &x->tb, &h, "1 MiB fi_write host to device: bytes "
-	    "there at its completion");
+	run_each(&cur_fx->tb, ts, sizeof(ts) / sizeof(ts[0]),
+		 "bytes there at its completion");
 }
 
 /* n pieces of the given lengths, alternating between two buffers, one
@@ -96,6 +128,26 @@ static void split(size_t len, size_t n, size_t *out)
 {
 	for (size_t i = 0; i < n; i++)
 		out[i] = len * (i + 1) / n - len * i / n;
+}
+
+/* fi_writemsg from nl local iovs (ll's lengths) alternating between DA
+ * and a2 to nr remote ones (rl's) alternating between DB and b2, then
+ * fi_readmsg back the other way. */
+static void msg_both(size_t nl, size_t nr, const size_t *ll,
+		     const size_t *rl, int a2, int b2, const char *what)
+{
+	struct xfer t = { .op = WRITEMSG, .flags = FI_COMPLETION,
+			  .nl = nl, .nr = nr };
+
+	lay(t.l, nl, DA, a2, ll);
+	lay(t.r, nr, DB, b2, rl);
+	run(&cur_fx->ia, &cur_fx->tb, &t, "fi_writemsg, %zu local iovs to "
+	    "%zu remote iovs, %s", nl, nr, what);
+	t.op = READMSG;
+	lay(t.l, nl, DB, b2, ll);
+	lay(t.r, nr, DA, a2, rl);
+	run(&cur_fx->ia, &cur_fx->tb, &t, "fi_readmsg, %zu remote iovs to "
+	    "%zu local iovs, %s", nr, nl, what);
 }
 
 void case_iov(void)
@@ -128,53 +180,25 @@ void case_iov(void)
 	run(&x->ia, &x->tb, &t, "fi_readv from device, %zu local iovs "
 	    "(device and host)", nl);
 
-	t = (struct xfer) { .op = WRITEMSG, .flags = FI_COMPLETION,
-			    .nl = nl, .nr = nr };
-	lay(t.l, nl, DA, HA, lens);
 	split(total(t.l, nl), nr, rl);
-	lay(t.r, nr, DB, HB, rl);
-	run(&x->ia, &x->tb, &t, "fi_writemsg, %zu local iovs to %zu remote "
-	    "iovs, device and host on both sides", nl, nr);
-	t.op = READMSG;
-	lay(t.l, nl, DB, HB, lens);
-	lay(t.r, nr, DA, HA, rl);
-	run(&x->ia, &x->tb, &t, "fi_readmsg, %zu remote iovs to %zu local "
-	    "iovs, device and host on both sides", nr, nl);
-
+	msg_both(nl, nr, lens, rl, HA, HB, "device and host on both sides");
 	/* 1 MiB in all, device to device. */
 	split(MIB, nl, big);
 	split(MIB, nr, rl);
-	t.op = WRITEMSG;
-	lay(t.l, nl, DA, DA, big);
-	lay(t.r, nr, DB, DB, rl);
-	run(&x->ia, &x->tb, &t, "fi_writemsg, 1 MiB from %zu device iovs to "
-	    "%zu device iovs", nl, nr);
-	t.op = READMSG;
-	lay(t.l, nl, DB, DB, big);
-	lay(t.r, nr, DA, DA, rl);
-	run(&x->ia, &x->tb, &t, "fi_readmsg, 1 MiB from %zu device iovs to "
-	    "%zu device iovs", nr, nl);
+	msg_both(nl, nr, big, rl, DA, DB, "1 MiB, device memory only");
 }
 
 /* An endpoint that is its own target: both entries on its one CQ. */
 void case_self(void)
 {
-	struct fx *x = cur_fx;
-	struct xfer t;
+	static const struct plain ts[] = {
+		{ WRITE, DA, DB, PAD + 1, MIB },
+		{ READ, HB, DA, PAD + 1, 4096 },
+		{ WRITEDATA, DA, DB, PAD + 1, 4096 },
+		{ INJECTDATA, HA, DB, PAD + 1, 0 },
+	};
 
-	t = simple(WRITE, DA, PAD, DB, PAD + 1, MIB);
-	run(&x->ia, &x->ta, &t, "to itself: fi_write device to device, 1 MiB");
-	t = simple(READ, HB, PAD, DA, PAD + 1, 4096);
-	run(&x->ia, &x->ta, &t, "to itself: fi_read device to host, 4096 "
-	    "bytes");
-	t = simple(WRITEDATA, DA, PAD, DB, PAD + 1, 4096);
-	run(&x->ia, &x->ta, &t, "to itself: fi_writedata device to device, "
-	    "4096 bytes");
-	if (x->inject) {
-		t = simple(INJECTDATA, HA, PAD, DB, PAD + 1, x->inject);
-		run(&x->ia, &x->ta, &t, "to itself: fi_inject_writedata host "
-		    "to device, %zu bytes", x->inject);
-	}
+	run_each(&cur_fx->ta, ts, sizeof(ts) / sizeof(ts[0]), "to itself");
 }
 
 /* A target in a second fabric and domain, whose requested keys (without
@@ -182,29 +206,34 @@ void case_self(void)
  * must be looked up in the target's domain. Its counters count there. */
 void case_domains(void)
 {
+	static const struct plain ts[] = {
+		{ WRITE, DA, DB2, PAD + 7, 4096 },
+		{ READ, HB, DB2, PAD + 7, 4096 },
+		{ WRITEDATA, HA, DB2, PAD + 9, MIB },
+		{ READ, DB, HB2, PAD + 7, 4096 },
+		{ INJECT, DA, DB2, PAD, 0 },
+	};
 	struct fx *x = cur_fx;
-	struct xfer t;
 
-	t = simple(WRITE, DA, PAD, DB2, PAD + 7, 4096);
-	run(&x->ia, &x->tc, &t, "second domain: fi_write device to device, "
-	    "4096 bytes%s", x->rma_event ? ", target counters" : "");
-	t = simple(READ, HB, PAD, DB2, PAD + 7, 4096);
-	run(&x->ia, &x->tc, &t, "second domain: fi_read device to host, 4096 "
-	    "bytes%s", x->rma_event ? ", target counters" : "");
-	t = simple(WRITEDATA, HA, PAD, DB2, PAD + 9, MIB);
-	run(&x->ia, &x->tc, &t, "second domain: fi_writedata host to device, "
-	    "1 MiB");
-	t = simple(READ, DB, PAD, HB2, PAD + 7, 4096);
-	run(&x->ia, &x->tc, &t, "second domain: fi_read host to device, 4096 "
-	    "bytes");
-	if (x->inject) {
-		t = simple(INJECT, DA, PAD, DB2, PAD, x->inject);
-		run(&x->ia, &x->tc, &t, "second domain: fi_inject_write device "
-		    "to device, %zu bytes", x->inject);
-	}
+	run_each(&x->tc, ts, sizeof(ts) / sizeof(ts[0]), x->rma_event ?
+		 "second domain, target counters" : "second domain");
 	verify_all("second domain: the first domain's regions untouched");
 	t_ok("[%s] second domain: the first domain's regions untouched",
 	     x->mode);
+}
+
+/* A msg call on the selective endpoint: with FI_COMPLETION one entry,
+ * without none but counted, and none late. */
+static void selective_msg(struct fx *x, enum op op, int lb, int rb)
+{
+	struct xfer t = simple(op, lb, PAD, rb, PAD, 4096);
+
+	run(&x->is, &x->tb, &t, "selective: %s with FI_COMPLETION: one "
+	    "entry", op_names[op]);
+	t.flags = 0;
+	run(&x->is, &x->tb, &t, "selective: %s without FI_COMPLETION: no "
+	    "entry, counted", op_names[op]);
+	t_assert(t_quiet(x->s.cq, 100), "selective: an entry came late");
 }
 
 /* FI_SELECTIVE_COMPLETION: an entry only for FI_COMPLETION; errors and
@@ -226,19 +255,8 @@ void case_selective(void)
 	run(&x->is, &x->tb, &t, "selective: fi_read device to device, default "
 	    "flags: %s", x->default_completion ? "an entry" :
 	    "no entry, counted");
-	t = simple(WRITEMSG, DA, PAD, DB, PAD, 4096);
-	run(&x->is, &x->tb, &t, "selective: fi_writemsg with FI_COMPLETION: "
-	    "one entry");
-	t.flags = 0;
-	run(&x->is, &x->tb, &t, "selective: fi_writemsg without "
-	    "FI_COMPLETION: no entry, counted");
-	t_assert(t_quiet(x->s.cq, 100), "selective: an entry came late");
-	t = simple(READMSG, HB, PAD, DA, PAD, 4096);
-	run(&x->is, &x->tb, &t, "selective: fi_readmsg with FI_COMPLETION: "
-	    "one entry");
-	t.flags = 0;
-	run(&x->is, &x->tb, &t, "selective: fi_readmsg without FI_COMPLETION: "
-	    "no entry, counted");
+	selective_msg(x, WRITEMSG, DA, DB);
+	selective_msg(x, READMSG, HB, DA);
 	t = simple(WRITEDATA, DA, PAD, DB, PAD, 4096);
 	run(&x->is, &x->tb, &t, "selective: fi_writedata, default flags: "
 	    "the target's entry only");
@@ -290,87 +308,89 @@ void good_after(struct fx *x, const char *after)
 	    after);
 }
 
-/* Bad input with device memory on a side: the error, its context, the
- * error counter, no byte changed, and the next operation works. */
-void case_bad(void)
+/* A transfer its target must refuse, and what is wrong with it. */
+enum wrong { BAD_KEY, PAST_END, BEFORE_START, WRAPS, NO_RIGHT };
+
+struct bad {
+	struct plain t;
+	enum wrong wrong;
+};
+
+static const char *const wrongs[] = {
+	[BAD_KEY] = "a key no region has",
+	[PAST_END] = "a range past the region's end",
+	[BEFORE_START] = "a range starting 16 bytes before the region",
+	[WRAPS] = "a range wrapping past the address space's end",
+	[NO_RIGHT] = "a region without the remote right it needs",
+};
+
+/* Each of bad refused (run_bad: the error, its context, the error
+ * counter, no byte changed), and the next transfer works. A range before
+ * a region can be named only with FI_MR_VIRT_ADDR. */
+static void refuse_each(const struct bad *bad, size_t n)
 {
 	struct fx *x = cur_fx;
 	bool virt = x->f[0].info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
-	uint64_t bk = bad_key(0);
+	const struct bad *b;
+	struct xfer t;
+	char what[160];
+
+	for (b = bad; b < bad + n; b++) {
+		const struct plain *p = &b->t;
+
+		t = simple(p->op, p->lb, PAD, p->rb, p->roff, p->len);
+		if (b->wrong == BAD_KEY)
+			t.r[0].key = bad_key(0);
+		if (b->wrong == BEFORE_START || b->wrong == WRAPS) {
+			if (!virt) {
+				note("offsets: %s cannot be named",
+				     wrongs[b->wrong]);
+				continue;
+			}
+			t.r[0].raw = true;
+			t.r[0].addr = b->wrong == WRAPS ? UINT64_MAX - 15 :
+				      (uintptr_t) bufs[p->rb].p - 16;
+		}
+		describe(what, sizeof(what), p->op, p->lb, p->rb);
+		run_bad(&x->ia, &x->tb, &t, b->wrong == BAD_KEY ? FI_EINVAL :
+			FI_EACCES, "%s, %zu bytes, %s", what, p->len,
+			wrongs[b->wrong]);
+		good_after(x, wrongs[b->wrong]);
+	}
+}
+
+/* Bad input with device memory on a side. */
+void case_bad(void)
+{
+	static const struct bad bad[] = {
+		{ { WRITE, DA, DB, PAD, 4096 }, BAD_KEY },
+		{ { READ, DB, DA, PAD, 4096 }, BAD_KEY },
+		{ { WRITE, DA, DB, BIG - 2048, 4096 }, PAST_END },
+		{ { READ, DB, DA, BIG - 2048, 4096 }, PAST_END },
+		{ { WRITE, DA, HB, BIG - 1, 2 }, PAST_END },
+		{ { WRITE, DA, DB, 3 * BIG, 64 }, PAST_END },
+		{ { WRITE, DA, DB, 0, 64 }, BEFORE_START },
+		{ { READ, DB, DA, 0, 64 }, BEFORE_START },
+		{ { WRITE, DA, DB, 0, 64 }, WRAPS },
+		{ { WRITE, DA, RO, PAD, 4096 }, NO_RIGHT },
+		{ { READ, DB, WO, PAD, 4096 }, NO_RIGHT },
+	};
+	struct fx *x = cur_fx;
 	struct xfer t;
 
-	t = simple(WRITE, DA, PAD, DB, PAD, 4096);
-	t.r[0].key = bk;
-	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "fi_write device to device, a "
-		"key no region has");
-	good_after(x, "a bad key");
-	t = simple(READ, DB, PAD, DA, PAD, 4096);
-	t.r[0].key = bk;
-	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "fi_read device to device, a "
-		"key no region has");
-	good_after(x, "a bad key");
-	if (x->rma_iov_limit >= 2) {
-		t = (struct xfer) {
-			.op = WRITEMSG, .flags = FI_COMPLETION, .nl = 1,
-			.nr = 2,
-			.l = { { .b = DA, .off = PAD, .len = 8192 } },
-			.r = { { .b = DB, .off = PAD, .len = 4096 },
-			       { .b = DB, .off = PAD + 8192, .len = 4096,
-				 .key = bk } },
-		};
-		run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "fi_writemsg device to "
-			"device, the second remote iov's key no region has");
-		good_after(x, "a bad key");
-	}
-
-	t = simple(WRITE, DA, PAD, DB, BIG - 2048, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to device, "
-		"2048 bytes past the region's end");
-	good_after(x, "a range past the end");
-	t = simple(READ, DB, PAD, DA, BIG - 2048, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_read device to device, "
-		"2048 bytes past the region's end");
-	good_after(x, "a range past the end");
-	t = simple(WRITE, DA, PAD, HB, BIG - 1, 2);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to host, 1 "
-		"byte past the region's end");
-	good_after(x, "a range past the end");
-	t = simple(WRITE, DA, PAD, DB, 3 * BIG, 64);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to device, "
-		"far past the region's end");
-	good_after(x, "a range past the end");
-
-	if (virt) {
-		t = simple(WRITE, DA, PAD, DB, 0, 64);
-		t.r[0].raw = true;
-		t.r[0].addr = (uintptr_t) bufs[DB].p - 16;
-		run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to "
-			"device, starting 16 bytes before the region");
-		good_after(x, "a range before the start");
-		t = simple(READ, DB, PAD, DA, 0, 64);
-		t.r[0].raw = true;
-		t.r[0].addr = (uintptr_t) bufs[DA].p - 16;
-		run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_read device to "
-			"device, starting 16 bytes before the region");
-		good_after(x, "a range before the start");
-		t = simple(WRITE, DA, PAD, DB, 0, 64);
-		t.r[0].raw = true;
-		t.r[0].addr = UINT64_MAX - 15;
-		run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to "
-			"device, a range wrapping past the address space's end");
-		good_after(x, "a wrapping range");
-	} else {
-		note("offsets: a range before a region cannot be named");
-	}
-
-	t = simple(WRITE, DA, PAD, RO, PAD, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write device to device, "
-		"region without FI_REMOTE_WRITE");
-	good_after(x, "a region without FI_REMOTE_WRITE");
-	t = simple(READ, DB, PAD, WO, PAD, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_read device to device, "
-		"region without FI_REMOTE_READ");
-	good_after(x, "a region without FI_REMOTE_READ");
+	refuse_each(bad, sizeof(bad) / sizeof(bad[0]));
+	if (x->rma_iov_limit < 2)
+		return;
+	t = (struct xfer) {
+		.op = WRITEMSG, .flags = FI_COMPLETION, .nl = 1, .nr = 2,
+		.l = { { .b = DA, .off = PAD, .len = 8192 } },
+		.r = { { .b = DB, .off = PAD, .len = 4096 },
+		       { .b = DB, .off = PAD + 8192, .len = 4096,
+			 .key = bad_key(0) } },
+	};
+	run_bad(&x->ia, &x->tb, &t, FI_EINVAL, "fi_writemsg device to "
+		"device, the second remote iov's key no region has");
+	good_after(x, wrongs[BAD_KEY]);
 }
 
 /* Bad input whose only device memory is the target region: host memory
@@ -378,105 +398,12 @@ void case_bad(void)
  * FI_EACCES, whatever the provider would say of a host region. */
 void case_bad_host(void)
 {
-	struct fx *x = cur_fx;
-	struct xfer t;
+	static const struct bad bad[] = {
+		{ { WRITE, HA, DB, BIG - 2048, 4096 }, PAST_END },
+		{ { READ, HB, DA, BIG - 1, 2 }, PAST_END },
+		{ { WRITE, HA, RO, PAD, 4096 }, NO_RIGHT },
+		{ { READ, HB, WO, PAD, 4096 }, NO_RIGHT },
+	};
 
-	t = simple(WRITE, HA, PAD, DB, BIG - 2048, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write host to device, "
-		"2048 bytes past the region's end");
-	good_after(x, "a range past the end");
-	t = simple(READ, HB, PAD, DA, BIG - 1, 2);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_read device to host, 1 "
-		"byte past the region's end");
-	good_after(x, "a range past the end");
-	t = simple(WRITE, HA, PAD, RO, PAD, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_write host to device, "
-		"region without FI_REMOTE_WRITE");
-	good_after(x, "a region without FI_REMOTE_WRITE");
-	t = simple(READ, HB, PAD, WO, PAD, 4096);
-	run_bad(&x->ia, &x->tb, &t, FI_EACCES, "fi_read device to host, "
-		"region without FI_REMOTE_READ");
-	good_after(x, "a region without FI_REMOTE_READ");
+	refuse_each(bad, sizeof(bad) / sizeof(bad[0]));
 }
-
-/* ---- operations from other threads ------------------------------------ */
-
-struct job {
-	const struct ini *in;
-	const struct tgt *t;
-	const struct xfer *x;
-	bool own_ctx;		/* make a new context of device 0 current */
-	const char *what;
-};
-
-static void *job_main(void *arg)
-{
-	struct job *j = arg;
-	CUcontext cur, mine = NULL, popped;
-	CUdevice dev;
-
-	t_cu(cuCtxGetCurrent(&cur));
-	t_assert(!cur, "%s: a new thread has context %p", j->what,
-		 (void *) cur);
-	if (j->own_ctx) {
-		t_cu(cuDeviceGet(&dev, 0));
-		t_cu(t_ctx_create(&mine, dev));
-	}
-	issue(cur_fx, j->in, j->t, j->x, 0, j->what);
-	t_cu(cuCtxGetCurrent(&cur));
-	t_assert(cur == mine, "%s: the thread's context is %p after, %p "
-		 "before", j->what, (void *) cur, (void *) mine);
-	if (mine) {
-		/* Nothing may be left pushed under the thread's context. */
-		t_cu(cuCtxPopCurrent(&popped));
-		t_cu(cuCtxGetCurrent(&cur));
-		t_assert(popped == mine && !cur, "%s: the thread's context "
-			 "stack changed: popped %p, then %p current", j->what,
-			 (void *) popped, (void *) cur);
-		t_cu(cuCtxDestroy(mine));
-	}
-	return NULL;
-}
-
-/* Issue x from a new thread; the bytes are checked here, where there is
- * a context to read device memory with. */
-void in_thread(const struct ini *in, const struct tgt *t,
-		      const struct xfer *x, bool own_ctx, const char *what)
-{
-	struct job j = { in, t, x, own_ctx, what };
-	pthread_t th;
-
-	prep(x, false);
-	t_assert(!pthread_create(&th, NULL, job_main, &j), "pthread_create");
-	t_assert(!pthread_join(th, NULL), "pthread_join");
-	effect(x);
-	check(x, false, what);
-	t_ok("[%s] %s", cur_fx->mode, what);
-}
-
-/* The caller's CUDA context is as it was: none, or its own. */
-void case_threads(void)
-{
-	struct fx *x = cur_fx;
-	struct xfer t;
-
-	t = simple(WRITE, DA, PAD, DB, PAD, MIB);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_write device to device, 1 MiB; still no context");
-	t = simple(READ, DB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_read device to device; still no context");
-	t = simple(WRITE, HA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_write host to device; still no context");
-	t = simple(READ, HB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, false, "thread without a context: "
-		  "fi_read device to host; still no context");
-	t = simple(WRITE, DA, PAD, DB, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, true, "thread with another context of "
-		  "the device: fi_write device to device; its context kept");
-	t = simple(READ, HB, PAD, DA, PAD, 4096);
-	in_thread(&x->ia, &x->tb, &t, true, "thread with another context of "
-		  "the device: fi_read device to host; its context kept");
-}
-

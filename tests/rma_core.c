@@ -399,10 +399,9 @@ static ssize_t post_once(struct fid_ep *ep, const struct xfer *x,
 		return fi_write(ep, buf, len, desc[0], addr, riov->addr,
 				riov->key, ctx);
 	case WRITEV:
-		return fi_writev(ep, iov, desc, x->nl, addr, riov->addr,
-				 riov->key, ctx);
-	case WRITEMSG:
-		return fi_writemsg(ep, &msg, x->flags);
+	case READV:
+		return (is_read(x->op) ? fi_readv : fi_writev)(ep, iov, desc,
+				x->nl, addr, riov->addr, riov->key, ctx);
 	case INJECT:
 		return fi_inject_write(ep, buf, len, addr, riov->addr,
 				       riov->key);
@@ -415,11 +414,9 @@ static ssize_t post_once(struct fid_ep *ep, const struct xfer *x,
 	case READ:
 		return fi_read(ep, buf, len, desc[0], addr, riov->addr,
 			       riov->key, ctx);
-	case READV:
-		return fi_readv(ep, iov, desc, x->nl, addr, riov->addr,
-				riov->key, ctx);
-	default:
-		return fi_readmsg(ep, &msg, x->flags);
+	default:		/* WRITEMSG, READMSG */
+		return (is_read(x->op) ? fi_readmsg : fi_writemsg)(ep, &msg,
+								   x->flags);
 	}
 }
 
@@ -502,6 +499,14 @@ static void counts_are(const struct ini *in, const struct tgt *t,
 				 (unsigned long) want->v[i][j]);
 }
 
+/* A field of an entry (flags, len, data, context) is what it must be. */
+static void same(const char *what, const char *field, uint64_t got,
+		 uint64_t want)
+{
+	t_assert(got == want, "%s: %s %#llx, expected %#llx", what, field,
+		 (unsigned long long) got, (unsigned long long) want);
+}
+
 /* Read ntx initiator entries and nrx remote CQ data entries, in any
  * order, then nothing more. */
 static void entries(struct fid_cq *cq, int ntx, void *ctx, uint64_t txflags,
@@ -524,26 +529,16 @@ static void entries(struct fid_cq *cq, int ntx, void *ctx, uint64_t txflags,
 			t_assert(nrx-- > 0, "%s: a remote CQ data entry, "
 				 "flags %#llx", what,
 				 (unsigned long long) e.flags);
-			t_assert(e.flags == rxflags, "%s: remote entry flags "
-				 "%#llx, expected %#llx", what,
-				 (unsigned long long) e.flags,
-				 (unsigned long long) rxflags);
-			t_assert(e.len == len, "%s: remote entry len %zu, "
-				 "expected %zu", what, e.len, len);
-			t_assert(e.data == data, "%s: remote entry data "
-				 "%#llx, expected %#llx", what,
-				 (unsigned long long) e.data,
-				 (unsigned long long) data);
+			same(what, "remote entry flags", e.flags, rxflags);
+			same(what, "remote entry len", e.len, len);
+			same(what, "remote entry data", e.data, data);
 		} else {
 			t_assert(ntx-- > 0, "%s: an entry not expected: "
 				 "context %p, flags %#llx", what,
 				 e.op_context, (unsigned long long) e.flags);
-			t_assert(e.op_context == ctx, "%s: entry for context "
-				 "%p, expected %p", what, e.op_context, ctx);
-			t_assert(e.flags == txflags, "%s: entry flags %#llx, "
-				 "expected %#llx", what,
-				 (unsigned long long) e.flags,
-				 (unsigned long long) txflags);
+			same(what, "entry for context",
+			     (uintptr_t) e.op_context, (uintptr_t) ctx);
+			same(what, "entry flags", e.flags, txflags);
 		}
 	}
 	t_assert(t_quiet(cq, 1), "%s: more completions than %d", what, n);

@@ -142,25 +142,43 @@ static void anysource(void)
 	MPI_Waitall(nmsg, rq, MPI_STATUSES_IGNORE);
 }
 
+/* A message to every rank, itself included, each from a buffer of its
+ * own, tag base + rank, after a receive for each rank is posted: of rank
+ * i and tag base + i, or, with any, of any source and any tag, posted on
+ * every rank before any message leaves. Receive i lands at in + i * N,
+ * its status in st[i]; st has room for 2 * size. */
+static void everyone(int base, bool any, int *in, MPI_Status *st)
+{
+	int *out = malloc(sizeof(int) * N * size);
+	MPI_Request *rq = malloc(sizeof(*rq) * (size + size));
+
+	check(out && rq, "out of memory", rank, base);
+	for (int i = 0; i < size; i++)
+		MPI_Irecv(in + i * N, N, MPI_INT, any ? MPI_ANY_SOURCE : i,
+			  any ? MPI_ANY_TAG : base + i, MPI_COMM_WORLD,
+			  &rq[i]);
+	if (any)
+		MPI_Barrier(MPI_COMM_WORLD);
+	for (int i = 0; i < size; i++) {
+		fill(out + i * N, N, rank, base + rank);
+		MPI_Isend(out + i * N, N, MPI_INT, i, base + rank,
+			  MPI_COMM_WORLD, &rq[size + i]);
+	}
+	MPI_Waitall(size + size, rq, st);
+	free(out);
+	free(rq);
+}
+
 /* A receive of any source and any tag for each rank, posted before any
  * message leaves; then a message from every rank, itself included. */
 static void anyrecv(void)
 {
-	int *out = malloc(sizeof(int) * N), *in = malloc(sizeof(int) * N * size);
-	MPI_Request *rq = malloc(sizeof(*rq) * (size + size));
+	int *in = malloc(sizeof(int) * N * size);
 	MPI_Status *st = malloc(sizeof(*st) * (size + size));
 	char *seen = calloc(size, 1);
 
-	check(out && in && rq && st && seen, "out of memory", rank, 0);
-	for (int i = 0; i < size; i++)
-		MPI_Irecv(in + i * N, N, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
-			  MPI_COMM_WORLD, &rq[i]);
-	MPI_Barrier(MPI_COMM_WORLD);
-	fill(out, N, rank, 300 + rank);
-	for (int i = 0; i < size; i++)
-		MPI_Isend(out, N, MPI_INT, i, 300 + rank, MPI_COMM_WORLD,
-			  &rq[size + i]);
-	MPI_Waitall(size + size, rq, st);
+	check(in && st && seen, "out of memory", rank, 0);
+	everyone(300, true, in, st);
 	for (int i = 0; i < size; i++) {
 		int from = st[i].MPI_SOURCE;
 
@@ -170,9 +188,7 @@ static void anyrecv(void)
 		expect_status(&st[i], from, 300 + from, N);
 		expect(in + i * N, N, from, 300 + from);
 	}
-	free(out);
 	free(in);
-	free(rq);
 	free(st);
 	free(seen);
 }
@@ -197,32 +213,20 @@ static void sendrecv(int n, int dir, int tag)
 
 static void ring(void)
 {
-	int *out = malloc(sizeof(int) * N * size);
 	int *in = malloc(sizeof(int) * N * size);
-	MPI_Request *rq = malloc(sizeof(*rq) * (size + size));
 	MPI_Status *st = malloc(sizeof(*st) * (size + size));
 
-	check(out && in && rq && st, "out of memory", rank, 0);
+	check(in && st, "out of memory", rank, 0);
 	sendrecv(N, 1, 1);
 	sendrecv(N, -1, 2);
 	sendrecv(BIG, 1, 3);
 	sendrecv(BIG, -1, 4);
-	for (int i = 0; i < size; i++)
-		MPI_Irecv(in + i * N, N, MPI_INT, i, 400 + i, MPI_COMM_WORLD,
-			  &rq[i]);
-	for (int i = 0; i < size; i++) {
-		fill(out + i * N, N, rank, 400 + rank);
-		MPI_Isend(out + i * N, N, MPI_INT, i, 400 + rank,
-			  MPI_COMM_WORLD, &rq[size + i]);
-	}
-	MPI_Waitall(size + size, rq, st);
+	everyone(400, false, in, st);
 	for (int i = 0; i < size; i++) {
 		expect_status(&st[i], i, 400 + i, N);
 		expect(in + i * N, N, i, 400 + i);
 	}
-	free(out);
 	free(in);
-	free(rq);
 	free(st);
 }
 
