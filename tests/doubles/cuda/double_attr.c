@@ -201,13 +201,10 @@ static CUresult get_attribute(void *data, CUpointer_attribute a,
 	struct region *r;
 	struct resv *rv;
 	uint64_t v;
-	CUresult ret;
+	CUresult ret = enter(!data);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!data)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
+	if (ret)
+		return ret;
 	lookup(ptr, &r, &rv);
 	ret = attr_get(r, rv, ptr, a, true, &v);
 	if (!ret)
@@ -216,11 +213,9 @@ static CUresult get_attribute(void *data, CUpointer_attribute a,
 	return ret;
 }
 
-API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-				   CUdeviceptr ptr)
-{
-	return traced(__func__, get_attribute(data, attribute, ptr));
-}
+ENTRY(cuPointerGetAttribute,
+      (void *data, CUpointer_attribute attribute, CUdeviceptr ptr),
+      get_attribute(data, attribute, ptr))
 
 static CUresult get_attributes(unsigned n, CUpointer_attribute *attrs,
 			       void **data, CUdeviceptr ptr)
@@ -249,13 +244,10 @@ static CUresult get_attributes(unsigned n, CUpointer_attribute *attrs,
 	return ret;
 }
 
-API CUresult cuPointerGetAttributes(unsigned int numAttributes,
-				    CUpointer_attribute *attributes,
-				    void **data, CUdeviceptr ptr)
-{
-	return traced(__func__, get_attributes(numAttributes, attributes, data,
-					       ptr));
-}
+ENTRY(cuPointerGetAttributes,
+      (unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+       CUdeviceptr ptr),
+      get_attributes(numAttributes, attributes, data, ptr))
 
 /*
  * Only SYNC_MEMOPS can be set, and not on VMM memory.  Setting it makes
@@ -288,9 +280,6 @@ static CUresult set_attribute(const void *value, CUpointer_attribute a,
 	return ret;
 }
 
-API CUresult cuPointerSetAttribute(const void *value,
-				   CUpointer_attribute attribute,
-				   CUdeviceptr ptr)
-{
-	return traced(__func__, set_attribute(value, attribute, ptr));
-}
+ENTRY(cuPointerSetAttribute,
+      (const void *value, CUpointer_attribute attribute, CUdeviceptr ptr),
+      set_attribute(value, attribute, ptr))
