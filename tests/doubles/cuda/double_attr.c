@@ -53,32 +53,22 @@ static enum width attr_width(CUpointer_attribute a)
 	}
 }
 
+static const size_t width_size[] = {
+	[W_NONE] = 0,
+	[W_UINT] = sizeof(unsigned),
+	[W_INT] = sizeof(int),
+	[W_U64] = sizeof(uint64_t),
+	[W_PTR] = sizeof(uintptr_t),
+	[W_SIZE] = sizeof(size_t),
+};
+
+/* v in the attribute's width: its low bytes, on a little-endian host as
+ * every CUDA host is. */
 static void put(void *data, enum width w, uint64_t v)
 {
-	unsigned u = v;
-	int i = (int)(int64_t)v;
-	uintptr_t p = v;
-	size_t s = v;
-
-	switch (w) {
-	case W_UINT:
-		memcpy(data, &u, sizeof(u));
-		break;
-	case W_INT:
-		memcpy(data, &i, sizeof(i));
-		break;
-	case W_U64:
-		memcpy(data, &v, sizeof(v));
-		break;
-	case W_PTR:
-		memcpy(data, &p, sizeof(p));
-		break;
-	case W_SIZE:
-		memcpy(data, &s, sizeof(s));
-		break;
-	default:
-		break;
-	}
+	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+		       "put() writes the low bytes of v");
+	memcpy(data, &v, width_size[w]);
 }
 
 /* Access of the current context's device to VMM memory. */

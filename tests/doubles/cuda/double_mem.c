@@ -328,6 +328,21 @@ ENTRY(cuMemGetAddressRange_v2,
       (CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr),
       address_range(pbase, psize, dptr))
 
+/* Pinned or registered host memory of context c, with its flags. */
+static struct region *host_region(enum region_kind kind, uintptr_t va,
+				  size_t size, unsigned flags,
+				  struct CUctx_st *c)
+{
+	struct region *r = region_new(kind, va, size);
+
+	if (r) {
+		r->flags = flags;
+		r->ctx = c;
+		r->dev = c->dev;
+	}
+	return r;
+}
+
 static CUresult host_alloc(void **pp, size_t size, unsigned flags)
 {
 	const unsigned known = CU_MEMHOSTALLOC_PORTABLE |
@@ -348,16 +363,13 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
-	r = region_new(R_PINNED, (uintptr_t)p, size);
+	r = host_region(R_PINNED, (uintptr_t)p, size, flags, c);
 	if (!r) {
 		munmap(p, span);
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
 	r->span = span;
-	r->flags = flags;
-	r->ctx = c;
-	r->dev = c->dev;
 	*pp = p;
 out:
 	unlock();
@@ -391,7 +403,6 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 			       CU_MEMHOSTREGISTER_READ_ONLY;
 	uintptr_t a = (uintptr_t)p;
 	struct CUctx_st *c;
-	struct region *r;
 	CUresult ret;
 
 	if (!ready())
@@ -413,14 +424,8 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 		ret = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 		goto out;
 	}
-	r = region_new(R_REGISTERED, a, size);
-	if (!r) {
+	if (!host_region(R_REGISTERED, a, size, flags, c))
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	r->flags = flags;
-	r->ctx = c;
-	r->dev = c->dev;
 out:
 	unlock();
 	return ret;
