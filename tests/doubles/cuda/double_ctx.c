@@ -499,12 +499,10 @@ ENTRY(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev),
 static CUresult primary_release(CUdevice dev)
 {
 	struct device *d;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = dev_check(false, dev);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	if (r)
+		return r;
 	d = &dbl.dev[dev];
 	lock();
 	if (!d->primary_refs)
@@ -520,10 +518,10 @@ ENTRY_V2(cuDevicePrimaryCtxRelease, (CUdevice dev), primary_release(dev))
 /* Reset destroys the context but keeps the references: see cuda.h. */
 static CUresult primary_reset(CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(false, dev);
+
+	if (r)
+		return r;
 	lock();
 	if (!dbl.dev[dev].primary->dead)
 		ctx_stop(dbl.dev[dev].primary);
