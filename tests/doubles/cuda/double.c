@@ -46,15 +46,29 @@ bool dev_ok(CUdevice dev)
 	return dev >= 0 && dev < dbl.ndev;
 }
 
-CUresult dev_check(bool invalid, CUdevice dev)
+CUresult arg_check(bool invalid)
 {
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (invalid)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
-	return CUDA_SUCCESS;
+	return invalid ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult dev_check(bool invalid, CUdevice dev)
+{
+	CUresult r = arg_check(invalid);
+
+	if (!r && !dev_ok(dev))
+		r = CUDA_ERROR_INVALID_DEVICE;
+	return r;
+}
+
+CUresult enter(bool invalid)
+{
+	CUresult r = arg_check(invalid);
+
+	if (!r)
+		lock();
+	return r;
 }
 
 /* One line per call; a single write() keeps threads' lines apart. */
@@ -270,10 +284,7 @@ static CUresult device_get(CUdevice *dev, int ordinal)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGet(CUdevice *device, int ordinal)
-{
-	return traced(__func__, device_get(device, ordinal));
-}
+ENTRY(cuDeviceGet, (CUdevice *device, int ordinal), device_get(device, ordinal))
 
 static CUresult device_count(int *count)
 {
@@ -285,10 +296,7 @@ static CUresult device_count(int *count)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGetCount(int *count)
-{
-	return traced(__func__, device_count(count));
-}
+ENTRY(cuDeviceGetCount, (int *count), device_count(count))
 
 static CUresult device_name(char *name, int len, CUdevice dev)
 {
@@ -300,10 +308,8 @@ static CUresult device_name(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
-{
-	return traced(__func__, device_name(name, len, dev));
-}
+ENTRY(cuDeviceGetName, (char *name, int len, CUdevice dev),
+      device_name(name, len, dev))
 
 /* An H100/H200-like device; whatever is not listed reads as 0. */
 static int attribute(CUdevice_attribute attrib, CUdevice dev)
@@ -351,11 +357,8 @@ static CUresult device_attribute(int *pi, CUdevice_attribute attrib,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
-				  CUdevice dev)
-{
-	return traced(__func__, device_attribute(pi, attrib, dev));
-}
+ENTRY(cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev),
+      device_attribute(pi, attrib, dev))
 
 static CUresult device_total(size_t *bytes, CUdevice dev)
 {
@@ -367,10 +370,8 @@ static CUresult device_total(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
-{
-	return traced(__func__, device_total(bytes, dev));
-}
+ENTRY(cuDeviceTotalMem_v2, (size_t *bytes, CUdevice dev),
+      device_total(bytes, dev))
 
 static CUresult can_access_peer(int *can, CUdevice dev, CUdevice peer)
 {
@@ -384,11 +385,9 @@ static CUresult can_access_peer(int *can, CUdevice dev, CUdevice peer)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
-				   CUdevice peerDev)
-{
-	return traced(__func__, can_access_peer(canAccessPeer, dev, peerDev));
-}
+ENTRY(cuDeviceCanAccessPeer,
+      (int *canAccessPeer, CUdevice dev, CUdevice peerDev),
+      can_access_peer(canAccessPeer, dev, peerDev))
 
 static CUresult device_pci_bus_id(char *id, int len, CUdevice dev)
 {
@@ -401,10 +400,8 @@ static CUresult device_pci_bus_id(char *id, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
-{
-	return traced(__func__, device_pci_bus_id(pciBusId, len, dev));
-}
+ENTRY(cuDeviceGetPCIBusId, (char *pciBusId, int len, CUdevice dev),
+      device_pci_bus_id(pciBusId, len, dev))
 
 static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
 {
@@ -419,15 +416,7 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
-{
-	return traced(__func__, device_uuid(uuid, dev));
-}
-
-API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
-{
-	return traced(__func__, device_uuid(uuid, dev));
-}
+ENTRY_V2(cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev), device_uuid(uuid, dev))
 
 void ext_init(struct extents *e, uint64_t base, uint64_t size)
 {

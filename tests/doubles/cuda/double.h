@@ -227,10 +227,38 @@ bool ready(void);
 void lock(void);
 void unlock(void);
 CUresult traced(const char *fn, CUresult r);
+/*
+ * The exported entry points: each runs call and traces its result under
+ * its own name.  ENTRY_V2 makes name and name_v2, which the driver keeps
+ * alike.  ENTRY_PT makes name, on the legacy default stream, and name##pt
+ * (_ptsz or _ptds), on the calling thread's: call reads which in ptds.
+ */
+#define ENTRY(name, params, call)					\
+	API CUresult name params					\
+	{								\
+		return traced(__func__, call);				\
+	}
+#define ENTRY_V2(name, params, call)					\
+	ENTRY(name, params, call)					\
+	ENTRY(name##_v2, params, call)
+#define ENTRY_PT(name, pt, params, call)				\
+	API CUresult name params					\
+	{								\
+		const bool ptds = false;				\
+		return traced(__func__, call);				\
+	}								\
+	API CUresult name##pt params					\
+	{								\
+		const bool ptds = true;					\
+		return traced(__func__, call);				\
+	}
 bool dev_ok(CUdevice dev);
-/* The first checks of a call on dev, in the driver's order: initialized,
- * arguments (invalid if bad), device. */
+/* The first checks of a call, in the driver's order: initialized, then
+ * arguments (invalid if bad); dev_check then the device. */
+CUresult arg_check(bool invalid);
 CUresult dev_check(bool invalid, CUdevice dev);
+/* arg_check(), then the lock, which is held when it returns CUDA_SUCCESS. */
+CUresult enter(bool invalid);
 uint64_t round_up(uint64_t x, uint64_t a);
 void ext_init(struct extents *e, uint64_t base, uint64_t size);
 int ext_alloc(struct extents *e, uint64_t len, uint64_t align, uint64_t hint,
@@ -248,6 +276,9 @@ bool query_fails(void);
 /* double_ctx.c */
 struct CUctx_st *ctx_top(void);
 CUresult ctx_current(struct CUctx_st **ctx);
+/* enter(), then the current context: the lock is held, and *ctx set, only
+ * when it returns CUDA_SUCCESS. */
+CUresult enter_ctx(bool invalid, struct CUctx_st **ctx);
 bool ctx_live(struct CUctx_st *c);
 CUresult ctx_init_primary(int dev);
 

@@ -53,32 +53,22 @@ static enum width attr_width(CUpointer_attribute a)
 	}
 }
 
+static const size_t width_size[] = {
+	[W_NONE] = 0,
+	[W_UINT] = sizeof(unsigned),
+	[W_INT] = sizeof(int),
+	[W_U64] = sizeof(uint64_t),
+	[W_PTR] = sizeof(uintptr_t),
+	[W_SIZE] = sizeof(size_t),
+};
+
+/* v in the attribute's width: its low bytes, on a little-endian host as
+ * every CUDA host is. */
 static void put(void *data, enum width w, uint64_t v)
 {
-	unsigned u = v;
-	int i = (int)(int64_t)v;
-	uintptr_t p = v;
-	size_t s = v;
-
-	switch (w) {
-	case W_UINT:
-		memcpy(data, &u, sizeof(u));
-		break;
-	case W_INT:
-		memcpy(data, &i, sizeof(i));
-		break;
-	case W_U64:
-		memcpy(data, &v, sizeof(v));
-		break;
-	case W_PTR:
-		memcpy(data, &p, sizeof(p));
-		break;
-	case W_SIZE:
-		memcpy(data, &s, sizeof(s));
-		break;
-	default:
-		break;
-	}
+	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+		       "put() writes the low bytes of v");
+	memcpy(data, &v, width_size[w]);
 }
 
 /* Access of the current context's device to VMM memory. */
@@ -201,13 +191,10 @@ static CUresult get_attribute(void *data, CUpointer_attribute a,
 	struct region *r;
 	struct resv *rv;
 	uint64_t v;
-	CUresult ret;
+	CUresult ret = enter(!data);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!data)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
+	if (ret)
+		return ret;
 	lookup(ptr, &r, &rv);
 	ret = attr_get(r, rv, ptr, a, true, &v);
 	if (!ret)
@@ -216,11 +203,9 @@ static CUresult get_attribute(void *data, CUpointer_attribute a,
 	return ret;
 }
 
-API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-				   CUdeviceptr ptr)
-{
-	return traced(__func__, get_attribute(data, attribute, ptr));
-}
+ENTRY(cuPointerGetAttribute,
+      (void *data, CUpointer_attribute attribute, CUdeviceptr ptr),
+      get_attribute(data, attribute, ptr))
 
 static CUresult get_attributes(unsigned n, CUpointer_attribute *attrs,
 			       void **data, CUdeviceptr ptr)
@@ -249,13 +234,10 @@ static CUresult get_attributes(unsigned n, CUpointer_attribute *attrs,
 	return ret;
 }
 
-API CUresult cuPointerGetAttributes(unsigned int numAttributes,
-				    CUpointer_attribute *attributes,
-				    void **data, CUdeviceptr ptr)
-{
-	return traced(__func__, get_attributes(numAttributes, attributes, data,
-					       ptr));
-}
+ENTRY(cuPointerGetAttributes,
+      (unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+       CUdeviceptr ptr),
+      get_attributes(numAttributes, attributes, data, ptr))
 
 /*
  * Only SYNC_MEMOPS can be set, and not on VMM memory.  Setting it makes
@@ -288,9 +270,6 @@ static CUresult set_attribute(const void *value, CUpointer_attribute a,
 	return ret;
 }
 
-API CUresult cuPointerSetAttribute(const void *value,
-				   CUpointer_attribute attribute,
-				   CUdeviceptr ptr)
-{
-	return traced(__func__, set_attribute(value, attribute, ptr));
-}
+ENTRY(cuPointerSetAttribute,
+      (const void *value, CUpointer_attribute attribute, CUdeviceptr ptr),
+      set_attribute(value, attribute, ptr))

@@ -192,13 +192,11 @@ static CUresult copy(const struct xfer *x)
 	struct side d, s;
 	struct plan p;
 	uint64_t last = 0;
-	CUresult r;
+	CUresult r = enter_ctx(false, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = ctx_current(&c);
-	if (!r && x->peer[0] && (!ctx_live(x->peer[0]) || !ctx_live(x->peer[1])))
+	if (r)
+		return r;
+	if (x->peer[0] && (!ctx_live(x->peer[0]) || !ctx_live(x->peer[1])))
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	if (!r)
 		r = stream_get(x->stream, x->ptds, &st);
@@ -261,125 +259,24 @@ static CUresult copy_async(CUdeviceptr dst, CUdeviceptr src, size_t len,
 	return copy(&x);
 }
 
-API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dst, src, ByteCount, false, ANY, ANY));
-}
+/* A copy's entry points: synchronous (sync, sync_ptds) and on a stream
+ * (async, async_ptsz), from a src_t where src_ok to a dst_t where dst_ok. */
+#define COPY(sync, async, dst_t, dst_ok, src_t, src_ok)			\
+	ENTRY_PT(sync, _ptds, (dst_t dst, src_t src, size_t ByteCount),	\
+		 copy_sync((uintptr_t)dst, (uintptr_t)src, ByteCount,	\
+			   ptds, dst_ok, src_ok))			\
+	ENTRY_PT(async, _ptsz,						\
+		 (dst_t dst, src_t src, size_t ByteCount, CUstream hStream), \
+		 copy_async((uintptr_t)dst, (uintptr_t)src, ByteCount,	\
+			    hStream, ptds, dst_ok, src_ok))
 
-API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dst, src, ByteCount, true, ANY, ANY));
-}
-
-API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
-			   CUstream hStream)
-{
-	return traced(__func__, copy_async(dst, src, ByteCount, hStream, false,
-					   ANY, ANY));
-}
-
-API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
-				size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_async(dst, src, ByteCount, hStream, true,
-					   ANY, ANY));
-}
-
-API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
-			     size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dstDevice, (uintptr_t)srcHost,
-					  ByteCount, false, DEVICE_SIDE,
-					  HOST_SIDE));
-}
-
-API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
-				  size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dstDevice, (uintptr_t)srcHost,
-					  ByteCount, true, DEVICE_SIDE,
-					  HOST_SIDE));
-}
-
-API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
-			     size_t ByteCount)
-{
-	return traced(__func__, copy_sync((uintptr_t)dstHost, srcDevice,
-					  ByteCount, false, HOST_SIDE,
-					  DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice,
-				  size_t ByteCount)
-{
-	return traced(__func__, copy_sync((uintptr_t)dstHost, srcDevice,
-					  ByteCount, true, HOST_SIDE,
-					  DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-			     size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dstDevice, srcDevice, ByteCount,
-					  false, DEVICE_SIDE, DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-				  size_t ByteCount)
-{
-	return traced(__func__, copy_sync(dstDevice, srcDevice, ByteCount,
-					  true, DEVICE_SIDE, DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
-				  size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_async(dstDevice, (uintptr_t)srcHost,
-					   ByteCount, hStream, false,
-					   DEVICE_SIDE, HOST_SIDE));
-}
-
-API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
-				       const void *srcHost, size_t ByteCount,
-				       CUstream hStream)
-{
-	return traced(__func__, copy_async(dstDevice, (uintptr_t)srcHost,
-					   ByteCount, hStream, true,
-					   DEVICE_SIDE, HOST_SIDE));
-}
-
-API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice,
-				  size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_async((uintptr_t)dstHost, srcDevice,
-					   ByteCount, hStream, false,
-					   HOST_SIDE, DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
-				       size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_async((uintptr_t)dstHost, srcDevice,
-					   ByteCount, hStream, true,
-					   HOST_SIDE, DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
-				  size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_async(dstDevice, srcDevice, ByteCount,
-					   hStream, false, DEVICE_SIDE,
-					   DEVICE_SIDE));
-}
-
-API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
-				       CUdeviceptr srcDevice, size_t ByteCount,
-				       CUstream hStream)
-{
-	return traced(__func__, copy_async(dstDevice, srcDevice, ByteCount,
-					   hStream, true, DEVICE_SIDE,
-					   DEVICE_SIDE));
-}
+COPY(cuMemcpy, cuMemcpyAsync, CUdeviceptr, ANY, CUdeviceptr, ANY)
+COPY(cuMemcpyHtoD_v2, cuMemcpyHtoDAsync_v2,
+     CUdeviceptr, DEVICE_SIDE, const void *, HOST_SIDE)
+COPY(cuMemcpyDtoH_v2, cuMemcpyDtoHAsync_v2,
+     void *, HOST_SIDE, CUdeviceptr, DEVICE_SIDE)
+COPY(cuMemcpyDtoD_v2, cuMemcpyDtoDAsync_v2,
+     CUdeviceptr, DEVICE_SIDE, CUdeviceptr, DEVICE_SIDE)
 
 static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
 			  CUcontext src_ctx, size_t len, CUstream h,
@@ -397,41 +294,17 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
 	return copy(&x);
 }
 
-API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
-			  CUdeviceptr srcDevice, CUcontext srcContext,
-			  size_t ByteCount)
-{
-	return traced(__func__, copy_peer(dstDevice, dstContext, srcDevice,
-					  srcContext, ByteCount, NULL, false,
-					  false));
-}
+ENTRY_PT(cuMemcpyPeer, _ptds,
+	 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+	  CUcontext srcContext, size_t ByteCount),
+	 copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount,
+		   NULL, false, ptds))
 
-API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
-			       CUdeviceptr srcDevice, CUcontext srcContext,
-			       size_t ByteCount)
-{
-	return traced(__func__, copy_peer(dstDevice, dstContext, srcDevice,
-					  srcContext, ByteCount, NULL, false,
-					  true));
-}
-
-API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
-			       CUdeviceptr srcDevice, CUcontext srcContext,
-			       size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_peer(dstDevice, dstContext, srcDevice,
-					  srcContext, ByteCount, hStream, true,
-					  false));
-}
-
-API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
-				    CUdeviceptr srcDevice, CUcontext srcContext,
-				    size_t ByteCount, CUstream hStream)
-{
-	return traced(__func__, copy_peer(dstDevice, dstContext, srcDevice,
-					  srcContext, ByteCount, hStream, true,
-					  true));
-}
+ENTRY_PT(cuMemcpyPeerAsync, _ptsz,
+	 (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+	  CUcontext srcContext, size_t ByteCount, CUstream hStream),
+	 copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount,
+		   hStream, true, ptds))
 
 /*
  * The copies of a batch, or of a launch of hmemloop's copy kernel, are
@@ -513,15 +386,11 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 	return copies_async(dsts, srcs, sizes, count, h, false);
 }
 
-API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs,
-				   size_t *sizes, size_t count,
-				   CUmemcpyAttributes *attrs,
-				   size_t *attrsIdxs, size_t numAttrs,
-				   CUstream hStream)
-{
-	return traced(__func__, batch(dsts, srcs, sizes, count, attrs,
-				      attrsIdxs, numAttrs, hStream));
-}
+ENTRY(cuMemcpyBatchAsync_v2,
+      (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+       CUstream hStream),
+      batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream))
 
 /*
  * Memsets are late too, except that the synchronous ones complete on
@@ -537,15 +406,12 @@ static CUresult set(CUdeviceptr dst, uint32_t val, size_t n, int width,
 	uint64_t last = 0, key;
 	size_t len, off, k;
 	bool wait;
-	CUresult r;
+	CUresult r = enter_ctx(false, &c);
 	char *p;
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = ctx_current(&c);
-	if (!r)
-		r = stream_get(h, ptds, &st);
+	if (r)
+		return r;
+	r = stream_get(h, ptds, &st);
 	if (r || !n)
 		goto out;
 	if (dst % width || n > SIZE_MAX / width) {
@@ -589,71 +455,16 @@ out:
 	return r;
 }
 
-API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
-{
-	return traced(__func__, set(dstDevice, uc, N, 1, NULL, false, false));
-}
+/* cuMemsetD8, D16 and D32 of a type: synchronous (_v2, _v2_ptds) and on a
+ * stream (Async, Async_ptsz). */
+#define MEMSET(bits, type)						\
+	ENTRY_PT(cuMemsetD##bits##_v2, _ptds,				\
+		 (CUdeviceptr dstDevice, type v, size_t N),		\
+		 set(dstDevice, v, N, bits / 8, NULL, ptds, false))	\
+	ENTRY_PT(cuMemsetD##bits##Async, _ptsz,				\
+		 (CUdeviceptr dstDevice, type v, size_t N, CUstream hStream), \
+		 set(dstDevice, v, N, bits / 8, hStream, ptds, true))
 
-API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc,
-				size_t N)
-{
-	return traced(__func__, set(dstDevice, uc, N, 1, NULL, true, false));
-}
-
-API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
-{
-	return traced(__func__, set(dstDevice, us, N, 2, NULL, false, false));
-}
-
-API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us,
-				 size_t N)
-{
-	return traced(__func__, set(dstDevice, us, N, 2, NULL, true, false));
-}
-
-API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
-{
-	return traced(__func__, set(dstDevice, ui, N, 4, NULL, false, false));
-}
-
-API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui,
-				 size_t N)
-{
-	return traced(__func__, set(dstDevice, ui, N, 4, NULL, true, false));
-}
-
-API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
-			     CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, uc, N, 1, hStream, false, true));
-}
-
-API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc,
-				  size_t N, CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, uc, N, 1, hStream, true, true));
-}
-
-API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us,
-			      size_t N, CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, us, N, 2, hStream, false, true));
-}
-
-API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us,
-				   size_t N, CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, us, N, 2, hStream, true, true));
-}
-
-API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-			      CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, ui, N, 4, hStream, false, true));
-}
-
-API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
-				   size_t N, CUstream hStream)
-{
-	return traced(__func__, set(dstDevice, ui, N, 4, hStream, true, true));
-}
+MEMSET(8, unsigned char)
+MEMSET(16, unsigned short)
+MEMSET(32, unsigned int)

@@ -32,6 +32,15 @@ CUresult ctx_current(struct CUctx_st **ctx)
 	return CUDA_SUCCESS;
 }
 
+CUresult enter_ctx(bool invalid, struct CUctx_st **ctx)
+{
+	CUresult r = enter(invalid);
+
+	if (!r && (r = ctx_current(ctx)))
+		unlock();
+	return r;
+}
+
 /* A context handle from the application.  Lock held. */
 bool ctx_live(struct CUctx_st *c)
 {
@@ -152,15 +161,8 @@ static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-	return traced(__func__, ctx_create(pctx, flags, dev));
-}
-
-API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-	return traced(__func__, ctx_create(pctx, flags, dev));
-}
+ENTRY_V2(cuCtxCreate, (CUcontext *pctx, unsigned int flags, CUdevice dev),
+	 ctx_create(pctx, flags, dev))
 
 static CUresult ctx_create_v3(CUcontext *pctx, CUexecAffinityParam *params,
 			      int n, unsigned flags, CUdevice dev)
@@ -174,12 +176,10 @@ static CUresult ctx_create_v3(CUcontext *pctx, CUexecAffinityParam *params,
 	return ctx_create(pctx, flags, dev);
 }
 
-API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
-			    int numParams, unsigned int flags, CUdevice dev)
-{
-	return traced(__func__, ctx_create_v3(pctx, paramsArray, numParams,
-					      flags, dev));
-}
+ENTRY(cuCtxCreate_v3,
+      (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+       unsigned int flags, CUdevice dev),
+      ctx_create_v3(pctx, paramsArray, numParams, flags, dev))
 
 static CUresult ctx_create_v4(CUcontext *pctx, CUctxCreateParams *params,
 			      unsigned flags, CUdevice dev)
@@ -194,19 +194,17 @@ static CUresult ctx_create_v4(CUcontext *pctx, CUctxCreateParams *params,
 	return ctx_create(pctx, flags, dev);
 }
 
-API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
-			    unsigned int flags, CUdevice dev)
-{
-	return traced(__func__, ctx_create_v4(pctx, ctxCreateParams, flags, dev));
-}
+ENTRY(cuCtxCreate_v4,
+      (CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+       CUdevice dev),
+      ctx_create_v4(pctx, ctxCreateParams, flags, dev))
 
 static CUresult ctx_destroy(struct CUctx_st *c)
 {
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	/* primary contexts go through cuDevicePrimaryCtxRelease/Reset */
 	if (!ctx_live(c) || c->primary)
 		r = CUDA_ERROR_INVALID_CONTEXT;
@@ -218,30 +216,18 @@ static CUresult ctx_destroy(struct CUctx_st *c)
 	return r;
 }
 
-API CUresult cuCtxDestroy(CUcontext ctx)
-{
-	return traced(__func__, ctx_destroy(ctx));
-}
-
-API CUresult cuCtxDestroy_v2(CUcontext ctx)
-{
-	return traced(__func__, ctx_destroy(ctx));
-}
+ENTRY_V2(cuCtxDestroy, (CUcontext ctx), ctx_destroy(ctx))
 
 static CUresult ctx_get_current(CUcontext *pctx)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	*pctx = ctx_top();
-	return CUDA_SUCCESS;
+	CUresult r = arg_check(!pctx);
+
+	if (!r)
+		*pctx = ctx_top();
+	return r;
 }
 
-API CUresult cuCtxGetCurrent(CUcontext *pctx)
-{
-	return traced(__func__, ctx_get_current(pctx));
-}
+ENTRY(cuCtxGetCurrent, (CUcontext *pctx), ctx_get_current(pctx))
 
 /* Replace the top of the stack; NULL pops it. */
 static CUresult ctx_set_current(struct CUctx_st *c)
@@ -267,10 +253,7 @@ static CUresult ctx_set_current(struct CUctx_st *c)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxSetCurrent(CUcontext ctx)
-{
-	return traced(__func__, ctx_set_current(ctx));
-}
+ENTRY(cuCtxSetCurrent, (CUcontext ctx), ctx_set_current(ctx))
 
 static CUresult ctx_push(struct CUctx_st *c)
 {
@@ -293,15 +276,7 @@ static CUresult ctx_push(struct CUctx_st *c)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxPushCurrent(CUcontext ctx)
-{
-	return traced(__func__, ctx_push(ctx));
-}
-
-API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
-{
-	return traced(__func__, ctx_push(ctx));
-}
+ENTRY_V2(cuCtxPushCurrent, (CUcontext ctx), ctx_push(ctx))
 
 static CUresult ctx_pop(CUcontext *pctx)
 {
@@ -315,64 +290,51 @@ static CUresult ctx_pop(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxPopCurrent(CUcontext *pctx)
-{
-	return traced(__func__, ctx_pop(pctx));
-}
+ENTRY_V2(cuCtxPopCurrent, (CUcontext *pctx), ctx_pop(pctx))
 
-API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+/* enter_ctx() for @c, or for the current context where @c is NULL. */
+static CUresult enter_ctx_or(bool invalid, struct CUctx_st *c,
+			     struct CUctx_st **out)
 {
-	return traced(__func__, ctx_pop(pctx));
-}
+	CUresult r;
 
-/* @c, or the current context where @c is NULL.  Lock held. */
-static CUresult ctx_or_current(struct CUctx_st *c, struct CUctx_st **out)
-{
 	if (!c)
-		return ctx_current(out);
-	if (!ctx_live(c))
+		return enter_ctx(invalid, out);
+	r = enter(invalid);
+	if (r)
+		return r;
+	if (!ctx_live(c)) {
+		unlock();
 		return CUDA_ERROR_INVALID_CONTEXT;
+	}
 	*out = c;
 	return CUDA_SUCCESS;
 }
 
 static CUresult ctx_device(CUdevice *dev, struct CUctx_st *c)
 {
-	CUresult r;
+	CUresult r = enter_ctx_or(!dev, c, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_or_current(c, &c);
-	if (!r)
-		*dev = c->dev;
+	if (r)
+		return r;
+	*dev = c->dev;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxGetDevice(CUdevice *device)
-{
-	return traced(__func__, ctx_device(device, NULL));
-}
+ENTRY(cuCtxGetDevice, (CUdevice *device), ctx_device(device, NULL))
 
-API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
-{
-	return traced(__func__, ctx_device(device, ctx));
-}
+ENTRY(cuCtxGetDevice_v2, (CUdevice *device, CUcontext ctx),
+      ctx_device(device, ctx))
 
 /* A context's ID, which a reset primary context no longer has: its handle
  * is still known, so CONTEXT_IS_DESTROYED (as on an H200). */
 static CUresult ctx_id(struct CUctx_st *c, unsigned long long *id)
 {
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(!id);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!id)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
+	if (r)
+		return r;
 	if (!c)
 		r = ctx_current(&c);
 	else if (c->magic != CTX_MAGIC)
@@ -385,49 +347,32 @@ static CUresult ctx_id(struct CUctx_st *c, unsigned long long *id)
 	return r;
 }
 
-API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
-{
-	return traced(__func__, ctx_id(ctx, ctxId));
-}
+ENTRY(cuCtxGetId, (CUcontext ctx, unsigned long long *ctxId),
+      ctx_id(ctx, ctxId))
 
 static CUresult ctx_synchronize(struct CUctx_st *c)
 {
-	CUresult r;
+	CUresult r = enter_ctx_or(false, c, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = ctx_or_current(c, &c);
-	if (!r)
-		r = ctx_sync(c);
+	if (r)
+		return r;
+	r = ctx_sync(c);
 	unlock();
 	return r;
 }
 
-API CUresult cuCtxSynchronize(void)
-{
-	return traced(__func__, ctx_synchronize(NULL));
-}
+ENTRY(cuCtxSynchronize, (void), ctx_synchronize(NULL))
 
-API CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-	return traced(__func__, ctx_synchronize(ctx));
-}
+ENTRY(cuCtxSynchronize_v2, (CUcontext ctx), ctx_synchronize(ctx))
 
 static CUresult peer_access(struct CUctx_st *peer, unsigned flags, bool on)
 {
 	struct CUctx_st *c, **v;
-	CUresult r;
+	CUresult r = enter_ctx(flags, &c);
 	size_t i;
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
 	if (r)
-		goto out;
+		return r;
 	if (!ctx_live(peer)) {
 		r = CUDA_ERROR_INVALID_CONTEXT;
 		goto out;
@@ -461,93 +406,62 @@ out:
 	return r;
 }
 
-API CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
-{
-	return traced(__func__, peer_access(peerContext, Flags, true));
-}
+ENTRY(cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags),
+      peer_access(peerContext, Flags, true))
 
-API CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
-{
-	return traced(__func__, peer_access(peerContext, 0, false));
-}
+ENTRY(cuCtxDisablePeerAccess, (CUcontext peerContext),
+      peer_access(peerContext, 0, false))
 
 static CUresult ctx_api_version(struct CUctx_st *c, unsigned *version)
 {
-	CUresult r;
+	CUresult r = enter_ctx_or(!version, c, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!version)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_or_current(c, &c);
+	if (r)
+		return r;
 	unlock();
-	if (!r)
-		*version = 3020;
-	return r;
+	*version = 3020;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
-{
-	return traced(__func__, ctx_api_version(ctx, version));
-}
+ENTRY(cuCtxGetApiVersion, (CUcontext ctx, unsigned int *version),
+      ctx_api_version(ctx, version))
 
 static CUresult ctx_get_flags(unsigned *flags)
 {
 	struct CUctx_st *c;
-	CUresult r;
+	CUresult r = enter_ctx(!flags, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
-	if (!r)
-		*flags = c->flags;
+	if (r)
+		return r;
+	*flags = c->flags;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxGetFlags(unsigned int *flags)
-{
-	return traced(__func__, ctx_get_flags(flags));
-}
+ENTRY(cuCtxGetFlags, (unsigned int *flags), ctx_get_flags(flags))
 
 static CUresult ctx_set_flags(unsigned flags)
 {
 	struct CUctx_st *c;
-	CUresult r;
+	CUresult r = enter_ctx(!flags_ok(flags), &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!flags_ok(flags))
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
-	if (!r)
-		c->flags = flags;
+	if (r)
+		return r;
+	c->flags = flags;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxSetFlags(unsigned int flags)
-{
-	return traced(__func__, ctx_set_flags(flags));
-}
+ENTRY(cuCtxSetFlags, (unsigned int flags), ctx_set_flags(flags))
 
 static CUresult ctx_priority_range(int *least, int *greatest)
 {
 	struct CUctx_st *c;
-	CUresult r;
+	CUresult r = enter_ctx(false, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = ctx_current(&c);
-	unlock();
 	if (r)
 		return r;
+	unlock();
 	/* what a Hopper reports; cuStreamCreateWithPriority clamps to it */
 	if (least)
 		*least = 0;
@@ -556,12 +470,8 @@ static CUresult ctx_priority_range(int *least, int *greatest)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuCtxGetStreamPriorityRange(int *leastPriority,
-					 int *greatestPriority)
-{
-	return traced(__func__, ctx_priority_range(leastPriority,
-						   greatestPriority));
-}
+ENTRY(cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority),
+      ctx_priority_range(leastPriority, greatestPriority))
 
 /* The primary context is created on the first retain, not before. */
 static CUresult primary_retain(CUcontext *pctx, CUdevice dev)
@@ -583,20 +493,16 @@ static CUresult primary_retain(CUcontext *pctx, CUdevice dev)
 	return r;
 }
 
-API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
-{
-	return traced(__func__, primary_retain(pctx, dev));
-}
+ENTRY(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev),
+      primary_retain(pctx, dev))
 
 static CUresult primary_release(CUdevice dev)
 {
 	struct device *d;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = dev_check(false, dev);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	if (r)
+		return r;
 	d = &dbl.dev[dev];
 	lock();
 	if (!d->primary_refs)
@@ -607,23 +513,15 @@ static CUresult primary_release(CUdevice dev)
 	return r;
 }
 
-API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-	return traced(__func__, primary_release(dev));
-}
-
-API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-	return traced(__func__, primary_release(dev));
-}
+ENTRY_V2(cuDevicePrimaryCtxRelease, (CUdevice dev), primary_release(dev))
 
 /* Reset destroys the context but keeps the references: see cuda.h. */
 static CUresult primary_reset(CUdevice dev)
 {
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dev_ok(dev))
-		return CUDA_ERROR_INVALID_DEVICE;
+	CUresult r = dev_check(false, dev);
+
+	if (r)
+		return r;
 	lock();
 	if (!dbl.dev[dev].primary->dead)
 		ctx_stop(dbl.dev[dev].primary);
@@ -631,15 +529,7 @@ static CUresult primary_reset(CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-	return traced(__func__, primary_reset(dev));
-}
-
-API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-	return traced(__func__, primary_reset(dev));
-}
+ENTRY_V2(cuDevicePrimaryCtxReset, (CUdevice dev), primary_reset(dev))
 
 static CUresult primary_state(CUdevice dev, unsigned *flags, int *active)
 {
@@ -654,11 +544,9 @@ static CUresult primary_state(CUdevice dev, unsigned *flags, int *active)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
-					int *active)
-{
-	return traced(__func__, primary_state(dev, flags, active));
-}
+ENTRY(cuDevicePrimaryCtxGetState,
+      (CUdevice dev, unsigned int *flags, int *active),
+      primary_state(dev, flags, active))
 
 /* The old entry point refused while the context was active. */
 static CUresult primary_set_flags(CUdevice dev, unsigned flags, bool v1)
@@ -682,12 +570,8 @@ static CUresult primary_set_flags(CUdevice dev, unsigned flags, bool v1)
 	return r;
 }
 
-API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
-{
-	return traced(__func__, primary_set_flags(dev, flags, true));
-}
+ENTRY(cuDevicePrimaryCtxSetFlags, (CUdevice dev, unsigned int flags),
+      primary_set_flags(dev, flags, true))
 
-API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-	return traced(__func__, primary_set_flags(dev, flags, false));
-}
+ENTRY(cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags),
+      primary_set_flags(dev, flags, false))

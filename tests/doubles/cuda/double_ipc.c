@@ -45,13 +45,10 @@ static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 {
 	struct ipc_handle h = { 0 };
 	struct region *r;
-	CUresult ret = CUDA_SUCCESS;
+	CUresult ret = enter(!out);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
+	if (ret)
+		return ret;
 	r = region_find(dptr);
 	if (!r || r->kind != R_DEVICE || r->va != dptr) {
 		ret = CUDA_ERROR_INVALID_VALUE;
@@ -68,10 +65,8 @@ static CUresult get_handle(CUipcMemHandle *out, CUdeviceptr dptr)
 	return ret;
 }
 
-API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
-{
-	return traced(__func__, get_handle(pHandle, dptr));
-}
+ENTRY(cuIpcGetMemHandle, (CUipcMemHandle *pHandle, CUdeviceptr dptr),
+      get_handle(pHandle, dptr))
 
 static struct region *opened(const struct ipc_handle *h, struct CUctx_st *c)
 {
@@ -166,17 +161,9 @@ out:
 	return ret;
 }
 
-API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
-				   unsigned int Flags)
-{
-	return traced(__func__, open_handle(pdptr, handle, Flags));
-}
-
-API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
-				unsigned int Flags)
-{
-	return traced(__func__, open_handle(pdptr, handle, Flags));
-}
+ENTRY_V2(cuIpcOpenMemHandle,
+	 (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags),
+	 open_handle(pdptr, handle, Flags))
 
 /* Undo map(); the caller deletes the region. */
 void ipc_unmap(struct region *r)
@@ -192,11 +179,10 @@ void ipc_unmap(struct region *r)
 static CUresult close_handle(CUdeviceptr dptr)
 {
 	struct region *r;
-	CUresult ret = CUDA_SUCCESS;
+	CUresult ret = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (ret)
+		return ret;
 	r = region_find(dptr);
 	if (!r || r->kind != R_IPC || r->va != dptr)
 		ret = CUDA_ERROR_INVALID_VALUE;
@@ -209,7 +195,4 @@ static CUresult close_handle(CUdeviceptr dptr)
 	return ret;
 }
 
-API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
-{
-	return traced(__func__, close_handle(dptr));
-}
+ENTRY(cuIpcCloseMemHandle, (CUdeviceptr dptr), close_handle(dptr))

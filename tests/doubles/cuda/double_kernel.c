@@ -92,10 +92,7 @@ static CUresult unload(CUlibrary lib)
 	return r;
 }
 
-API CUresult cuLibraryUnload(CUlibrary library)
-{
-	return traced(__func__, unload(library));
-}
+ENTRY(cuLibraryUnload, (CUlibrary library), unload(library))
 
 static CUresult get_kernel(CUkernel *k, CUlibrary lib, const char *name)
 {
@@ -109,11 +106,9 @@ static CUresult get_kernel(CUkernel *k, CUlibrary lib, const char *name)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
-				const char *name)
-{
-	return traced(__func__, get_kernel(pKernel, library, name));
-}
+ENTRY(cuLibraryGetKernel,
+      (CUkernel *pKernel, CUlibrary library, const char *name),
+      get_kernel(pKernel, library, name))
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 		       unsigned bx, unsigned by, unsigned bz, unsigned shared,
@@ -143,14 +138,10 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 	return copies_async(p.dst, p.src, len, gy, h, true);
 }
 
-API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX,
-			    unsigned int gridDimY, unsigned int gridDimZ,
-			    unsigned int blockDimX, unsigned int blockDimY,
-			    unsigned int blockDimZ, unsigned int sharedMemBytes,
-			    CUstream hStream, void **kernelParams, void **extra)
-{
-	return traced(__func__, launch(f, gridDimX, gridDimY, gridDimZ,
-				       blockDimX, blockDimY, blockDimZ,
-				       sharedMemBytes, hStream, kernelParams,
-				       extra));
-}
+ENTRY(cuLaunchKernel,
+      (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+       unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+       unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+       void **kernelParams, void **extra),
+      launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+	     sharedMemBytes, hStream, kernelParams, extra))

@@ -205,26 +205,19 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t size,
 {
 	struct CUctx_st *c;
 	uintptr_t va;
-	CUresult r;
+	CUresult r = enter_ctx(!dptr, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dptr)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
-	if (!r)
-		r = dev_alloc(c, size, kind, &va);
+	if (r)
+		return r;
+	r = dev_alloc(c, size, kind, &va);
 	if (!r)
 		*dptr = va;
 	unlock();
 	return r;
 }
 
-API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
-{
-	return traced(__func__, mem_alloc(dptr, bytesize, R_DEVICE));
-}
+ENTRY(cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize),
+      mem_alloc(dptr, bytesize, R_DEVICE))
 
 static CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch,
 				size_t width, size_t height, unsigned elem)
@@ -245,13 +238,10 @@ static CUresult mem_alloc_pitch(CUdeviceptr *dptr, size_t *pitch,
 	return r;
 }
 
-API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
-				size_t WidthInBytes, size_t Height,
-				unsigned int ElementSizeBytes)
-{
-	return traced(__func__, mem_alloc_pitch(dptr, pPitch, WidthInBytes,
-						Height, ElementSizeBytes));
-}
+ENTRY(cuMemAllocPitch_v2,
+      (CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+       unsigned int ElementSizeBytes),
+      mem_alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes))
 
 static CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size,
 				  unsigned flags)
@@ -262,74 +252,64 @@ static CUresult mem_alloc_managed(CUdeviceptr *dptr, size_t size,
 	return mem_alloc(dptr, size, R_MANAGED);
 }
 
-API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
-			       unsigned int flags)
-{
-	return traced(__func__, mem_alloc_managed(dptr, bytesize, flags));
-}
+ENTRY(cuMemAllocManaged,
+      (CUdeviceptr *dptr, size_t bytesize, unsigned int flags),
+      mem_alloc_managed(dptr, bytesize, flags))
 
-/* Freeing needs no context: the pointer says whose memory it is. */
-static CUresult mem_free(CUdeviceptr dptr)
+#define KIND(k) (1u << (k))
+
+/*
+ * Frees the region of one of these kinds that starts at p. The driver
+ * answers a NULL p and one it does not know with codes of each call's own.
+ * Freeing needs no context: the pointer says whose memory it is.
+ */
+static CUresult release(uintptr_t p, unsigned kinds, CUresult if_null,
+			CUresult if_unknown)
 {
 	struct region *r;
 	CUresult ret = CUDA_SUCCESS;
 
 	if (!ready())
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dptr)
-		return CUDA_SUCCESS;
+	if (!p)
+		return if_null;
 	lock();
-	r = region_find(dptr);
-	if (!r || r->va != dptr ||
-	    (r->kind != R_DEVICE && r->kind != R_MANAGED))
-		ret = CUDA_ERROR_INVALID_VALUE;
+	r = region_find(p);
+	if (!r || !(kinds & KIND(r->kind)) || r->va != p)
+		ret = if_unknown;
 	else
 		region_free(r);
 	unlock();
 	return ret;
 }
 
-API CUresult cuMemFree_v2(CUdeviceptr dptr)
-{
-	return traced(__func__, mem_free(dptr));
-}
+ENTRY(cuMemFree_v2, (CUdeviceptr dptr),
+      release(dptr, KIND(R_DEVICE) | KIND(R_MANAGED), CUDA_SUCCESS,
+	      CUDA_ERROR_INVALID_VALUE))
 
 static CUresult mem_info(size_t *free_bytes, size_t *total)
 {
 	struct CUctx_st *c;
-	CUresult r;
+	CUresult r = enter_ctx(!free_bytes || !total, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!free_bytes || !total)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
-	if (!r) {
-		*total = dbl.dev[c->dev].total;
-		*free_bytes = *total - dbl.dev[c->dev].used;
-	}
+	if (r)
+		return r;
+	*total = dbl.dev[c->dev].total;
+	*free_bytes = *total - dbl.dev[c->dev].used;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
-{
-	return traced(__func__, mem_info(free, total));
-}
+ENTRY(cuMemGetInfo_v2, (size_t *free, size_t *total), mem_info(free, total))
 
 static CUresult address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
 	struct CUctx_st *c;
 	struct region *r;
-	CUresult ret;
+	CUresult ret = enter_ctx(false, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	ret = ctx_current(&c);
 	if (ret)
-		goto out;
+		return ret;
 	r = region_find(p);
 	if (!r) {
 		ret = CUDA_ERROR_NOT_FOUND;
@@ -344,10 +324,23 @@ out:
 	return ret;
 }
 
-API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
-				     CUdeviceptr dptr)
+ENTRY(cuMemGetAddressRange_v2,
+      (CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr),
+      address_range(pbase, psize, dptr))
+
+/* Pinned or registered host memory of context c, with its flags. */
+static struct region *host_region(enum region_kind kind, uintptr_t va,
+				  size_t size, unsigned flags,
+				  struct CUctx_st *c)
 {
-	return traced(__func__, address_range(pbase, psize, dptr));
+	struct region *r = region_new(kind, va, size);
+
+	if (r) {
+		r->flags = flags;
+		r->ctx = c;
+		r->dev = c->dev;
+	}
+	return r;
 }
 
 static CUresult host_alloc(void **pp, size_t size, unsigned flags)
@@ -359,78 +352,39 @@ static CUresult host_alloc(void **pp, size_t size, unsigned flags)
 	struct region *r;
 	size_t span;
 	void *p;
-	CUresult ret;
+	CUresult ret = enter_ctx(!pp || !size || (flags & ~known), &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pp || !size || (flags & ~known))
-		return CUDA_ERROR_INVALID_VALUE;
-	span = round_up(size, dbl.page);
-	lock();
-	ret = ctx_current(&c);
 	if (ret)
-		goto out;
+		return ret;
+	span = round_up(size, dbl.page);
 	p = mmap(NULL, span, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
-	r = region_new(R_PINNED, (uintptr_t)p, size);
+	r = host_region(R_PINNED, (uintptr_t)p, size, flags, c);
 	if (!r) {
 		munmap(p, span);
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
 	r->span = span;
-	r->flags = flags;
-	r->ctx = c;
-	r->dev = c->dev;
 	*pp = p;
 out:
 	unlock();
 	return ret;
 }
 
-API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-	return traced(__func__, host_alloc(pp, bytesize, 0));
-}
+ENTRY(cuMemAllocHost_v2, (void **pp, size_t bytesize),
+      host_alloc(pp, bytesize, 0))
 
-API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-	return traced(__func__, host_alloc(pp, bytesize, Flags));
-}
+ENTRY(cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags),
+      host_alloc(pp, bytesize, Flags))
 
-/*
- * Frees the region of this kind that starts at p. The driver answers a NULL
- * p and one it does not know with codes of each call's own.
- */
-static CUresult host_release(void *p, enum region_kind kind,
-			     CUresult if_null, CUresult if_unknown)
-{
-	struct region *r;
-	CUresult ret = CUDA_SUCCESS;
-
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!p)
-		return if_null;
-	lock();
-	r = region_find((uintptr_t)p);
-	if (!r || r->kind != kind || r->va != (uintptr_t)p)
-		ret = if_unknown;
-	else
-		region_free(r);
-	unlock();
-	return ret;
-}
-
-API CUresult cuMemFreeHost(void *p)
-{
-	return traced(__func__, host_release(p, R_PINNED, CUDA_SUCCESS,
-					     CUDA_ERROR_INVALID_VALUE));
-}
+ENTRY(cuMemFreeHost, (void *p),
+      release((uintptr_t)p, KIND(R_PINNED), CUDA_SUCCESS,
+	      CUDA_ERROR_INVALID_VALUE))
 
 /* Whole pages of [p, p + size) are mapped: msync() says ENOMEM if not. */
 static bool host_mapped(void *p, size_t size)
@@ -449,7 +403,6 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 			       CU_MEMHOSTREGISTER_READ_ONLY;
 	uintptr_t a = (uintptr_t)p;
 	struct CUctx_st *c;
-	struct region *r;
 	CUresult ret;
 
 	if (!ready())
@@ -471,35 +424,19 @@ static CUresult host_register(void *p, size_t size, unsigned flags)
 		ret = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 		goto out;
 	}
-	r = region_new(R_REGISTERED, a, size);
-	if (!r) {
+	if (!host_region(R_REGISTERED, a, size, flags, c))
 		ret = CUDA_ERROR_OUT_OF_MEMORY;
-		goto out;
-	}
-	r->flags = flags;
-	r->ctx = c;
-	r->dev = c->dev;
 out:
 	unlock();
 	return ret;
 }
 
-API CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
-{
-	return traced(__func__, host_register(p, bytesize, Flags));
-}
+ENTRY_V2(cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags),
+	 host_register(p, bytesize, Flags))
 
-API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
-{
-	return traced(__func__, host_register(p, bytesize, Flags));
-}
-
-API CUresult cuMemHostUnregister(void *p)
-{
-	return traced(__func__,
-		      host_release(p, R_REGISTERED, CUDA_ERROR_INVALID_VALUE,
-				   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED));
-}
+ENTRY(cuMemHostUnregister, (void *p),
+      release((uintptr_t)p, KIND(R_REGISTERED), CUDA_ERROR_INVALID_VALUE,
+	      CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED))
 
 /*
  * As an H200 answers (driver 580): registered memory has flags too, so they
@@ -510,62 +447,45 @@ static CUresult host_flags(unsigned *flags, void *p)
 {
 	struct CUctx_st *c;
 	struct region *r;
-	CUresult ret;
+	CUresult ret = enter_ctx(!flags, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	ret = ctx_current(&c);
-	if (!ret) {
-		r = region_find((uintptr_t)p);
-		if (r && r->kind == R_PINNED)
-			*flags = r->flags | CU_MEMHOSTALLOC_DEVICEMAP;
-		else if (r && r->kind == R_REGISTERED)
-			*flags = (r->flags & CU_MEMHOSTREGISTER_PORTABLE) |
-				 CU_MEMHOSTALLOC_DEVICEMAP;
-		else
-			ret = CUDA_ERROR_INVALID_VALUE;
-	}
+	if (ret)
+		return ret;
+	r = region_find((uintptr_t)p);
+	if (r && r->kind == R_PINNED)
+		*flags = r->flags | CU_MEMHOSTALLOC_DEVICEMAP;
+	else if (r && r->kind == R_REGISTERED)
+		*flags = (r->flags & CU_MEMHOSTREGISTER_PORTABLE) |
+			 CU_MEMHOSTALLOC_DEVICEMAP;
+	else
+		ret = CUDA_ERROR_INVALID_VALUE;
 	unlock();
 	return ret;
 }
 
-API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
-{
-	return traced(__func__, host_flags(pFlags, p));
-}
+ENTRY(cuMemHostGetFlags, (unsigned int *pFlags, void *p), host_flags(pFlags, p))
 
 /* With unified addressing the device sees pinned memory at its host address. */
 static CUresult host_device_pointer(CUdeviceptr *dptr, void *p, unsigned flags)
 {
 	struct CUctx_st *c;
 	struct region *r;
-	CUresult ret;
+	CUresult ret = enter_ctx(!dptr || flags, &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!dptr || flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	ret = ctx_current(&c);
-	if (!ret) {
-		r = region_find((uintptr_t)p);
-		if (r && (r->kind == R_PINNED || r->kind == R_REGISTERED))
-			*dptr = (uintptr_t)p;
-		else
-			ret = CUDA_ERROR_INVALID_VALUE;
-	}
+	if (ret)
+		return ret;
+	r = region_find((uintptr_t)p);
+	if (r && (r->kind == R_PINNED || r->kind == R_REGISTERED))
+		*dptr = (uintptr_t)p;
+	else
+		ret = CUDA_ERROR_INVALID_VALUE;
 	unlock();
 	return ret;
 }
 
-API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
-					  unsigned int Flags)
-{
-	return traced(__func__, host_device_pointer(pdptr, p, Flags));
-}
+ENTRY(cuMemHostGetDevicePointer_v2,
+      (CUdeviceptr *pdptr, void *p, unsigned int Flags),
+      host_device_pointer(pdptr, p, Flags))
 
 /* Has some device been given @need access to mapping @r? */
 static bool vmm_usable(const struct region *r, unsigned need)

@@ -187,20 +187,14 @@ static CUresult proc_address(const char *symbol, void **pfn, int version,
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-			      cuuint64_t flags)
-{
-	return traced(__func__, proc_address(symbol, pfn, cudaVersion, flags,
-					     NULL));
-}
+ENTRY(cuGetProcAddress,
+      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags),
+      proc_address(symbol, pfn, cudaVersion, flags, NULL))
 
-API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
-				 int cudaVersion, cuuint64_t flags,
-				 CUdriverProcAddressQueryResult *symbolStatus)
-{
-	return traced(__func__, proc_address(symbol, pfn, cudaVersion, flags,
-					     symbolStatus));
-}
+ENTRY(cuGetProcAddress_v2,
+      (const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+       CUdriverProcAddressQueryResult *symbolStatus),
+      proc_address(symbol, pfn, cudaVersion, flags, symbolStatus))
 
 struct error {
 	CUresult code;
@@ -274,12 +268,8 @@ static CUresult error_string(CUresult r, const char **p, bool name)
 	return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-API CUresult cuGetErrorString(CUresult error, const char **pStr)
-{
-	return traced(__func__, error_string(error, pStr, false));
-}
+ENTRY(cuGetErrorString, (CUresult error, const char **pStr),
+      error_string(error, pStr, false))
 
-API CUresult cuGetErrorName(CUresult error, const char **pStr)
-{
-	return traced(__func__, error_string(error, pStr, true));
-}
+ENTRY(cuGetErrorName, (CUresult error, const char **pStr),
+      error_string(error, pStr, true))

@@ -355,21 +355,15 @@ void flush_keys(uint64_t lo, uint64_t hi, bool sync_only)
 static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
 {
 	struct CUctx_st *c;
-	struct CUstream_st *s = NULL;
-	CUresult r;
+	struct CUstream_st *s;
+	CUresult r = enter_ctx(!ph || (flags & ~CU_STREAM_NON_BLOCKING), &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!ph || (flags & ~CU_STREAM_NON_BLOCKING))
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
-	if (!r) {
-		s = stream_new(c, flags);
-		if (!s)
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	if (s) {
+	if (r)
+		return r;
+	s = stream_new(c, flags);
+	if (!s) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
 		/* the range a Hopper reports: -5 (greatest) to 0 */
 		s->prio = prio < -5 ? -5 : prio > 0 ? 0 : prio;
 		*ph = s;
@@ -378,16 +372,12 @@ static CUresult stream_create(CUstream *ph, unsigned flags, int prio)
 	return r;
 }
 
-API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
-{
-	return traced(__func__, stream_create(phStream, Flags, 0));
-}
+ENTRY(cuStreamCreate, (CUstream *phStream, unsigned int Flags),
+      stream_create(phStream, Flags, 0))
 
-API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
-					int priority)
-{
-	return traced(__func__, stream_create(phStream, flags, priority));
-}
+ENTRY(cuStreamCreateWithPriority,
+      (CUstream *phStream, unsigned int flags, int priority),
+      stream_create(phStream, flags, priority))
 
 /* Queued work still completes; only the handle goes. */
 static CUresult stream_destroy(CUstream h)
@@ -416,44 +406,39 @@ out:
 	return r;
 }
 
-API CUresult cuStreamDestroy(CUstream hStream)
-{
-	return traced(__func__, stream_destroy(hStream));
-}
+ENTRY_V2(cuStreamDestroy, (CUstream hStream), stream_destroy(hStream))
 
-API CUresult cuStreamDestroy_v2(CUstream hStream)
+/* enter(), then the stream h names: the lock is held, and *s set, only when
+ * it returns CUDA_SUCCESS. */
+static CUresult enter_stream(bool invalid, CUstream h, bool ptds,
+			     struct CUstream_st **s)
 {
-	return traced(__func__, stream_destroy(hStream));
+	CUresult r = enter(invalid);
+
+	if (!r && (r = stream_get(h, ptds, s)))
+		unlock();
+	return r;
 }
 
 static CUresult stream_sync(CUstream h, bool ptds)
 {
 	struct CUstream_st *s;
-	CUresult r;
+	CUresult r = enter_stream(false, h, ptds, &s);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = stream_get(h, ptds, &s);
-	if (!r && sync_fails()) {
+	if (r)
+		return r;
+	if (sync_fails()) {
 		stream_discard(s, UINT64_MAX);
 		r = CUDA_ERROR_LAUNCH_FAILED;
-	} else if (!r) {
+	} else {
 		r = stream_drain(s);
 	}
 	unlock();
 	return r;
 }
 
-API CUresult cuStreamSynchronize(CUstream hStream)
-{
-	return traced(__func__, stream_sync(hStream, false));
-}
-
-API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-	return traced(__func__, stream_sync(hStream, true));
-}
+ENTRY_PT(cuStreamSynchronize, _ptsz, (CUstream hStream),
+	 stream_sync(hStream, ptds))
 
 /*
  * The first query after new work reports it as not done, the next one
@@ -462,13 +447,11 @@ API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
 static CUresult stream_query(CUstream h, bool ptds)
 {
 	struct CUstream_st *s;
-	CUresult r;
+	CUresult r = enter_stream(false, h, ptds, &s);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
-	r = stream_get(h, ptds, &s);
-	if (!r && s->legacy)
+	if (r)
+		return r;
+	if (s->legacy)
 		r = join(s);
 	if (!r && query_fails())
 		r = CUDA_ERROR_LAUNCH_FAILED;
@@ -485,15 +468,7 @@ out:
 	return r;
 }
 
-API CUresult cuStreamQuery(CUstream hStream)
-{
-	return traced(__func__, stream_query(hStream, false));
-}
-
-API CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-	return traced(__func__, stream_query(hStream, true));
-}
+ENTRY_PT(cuStreamQuery, _ptsz, (CUstream hStream), stream_query(hStream, ptds))
 
 static bool event_live(struct CUevent_st *e)
 {
@@ -511,15 +486,11 @@ static CUresult stream_wait_event(CUstream h, struct CUevent_st *e,
 {
 	struct CUstream_st *s;
 	struct op *op;
-	CUresult r;
+	CUresult r = enter_stream(flags & ~CU_EVENT_WAIT_EXTERNAL, h, ptds, &s);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (flags & ~CU_EVENT_WAIT_EXTERNAL)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = stream_get(h, ptds, &s);
-	if (!r && !event_live(e))
+	if (r)
+		return r;
+	if (!event_live(e))
 		r = CUDA_ERROR_INVALID_HANDLE;
 	if (r || event_done(e))
 		goto out;
@@ -537,99 +508,52 @@ out:
 	return r;
 }
 
-API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
-			       unsigned int Flags)
-{
-	return traced(__func__, stream_wait_event(hStream, hEvent, Flags, false));
-}
-
-API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent,
-				    unsigned int Flags)
-{
-	return traced(__func__, stream_wait_event(hStream, hEvent, Flags, true));
-}
+ENTRY_PT(cuStreamWaitEvent, _ptsz,
+	 (CUstream hStream, CUevent hEvent, unsigned int Flags),
+	 stream_wait_event(hStream, hEvent, Flags, ptds))
 
 static CUresult stream_ctx(CUstream h, CUcontext *pctx, CUgreenCtx *pgreen,
 			   bool ptds)
 {
 	struct CUstream_st *s;
-	CUresult r;
+	CUresult r = enter_stream(!pctx, h, ptds, &s);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = stream_get(h, ptds, &s);
-	if (!r) {
-		*pctx = s->ctx;
-		if (pgreen)
-			*pgreen = NULL;
-	}
+	if (r)
+		return r;
+	*pctx = s->ctx;
+	if (pgreen)
+		*pgreen = NULL;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
-{
-	return traced(__func__, stream_ctx(hStream, pctx, NULL, false));
-}
+ENTRY_PT(cuStreamGetCtx, _ptsz, (CUstream hStream, CUcontext *pctx),
+	 stream_ctx(hStream, pctx, NULL, ptds))
 
-API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
-{
-	return traced(__func__, stream_ctx(hStream, pctx, NULL, true));
-}
-
-API CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx,
-			       CUgreenCtx *pGreenCtx)
-{
-	return traced(__func__, stream_ctx(hStream, pCtx, pGreenCtx, false));
-}
-
-API CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
-				    CUgreenCtx *pGreenCtx)
-{
-	return traced(__func__, stream_ctx(hStream, pCtx, pGreenCtx, true));
-}
+ENTRY_PT(cuStreamGetCtx_v2, _ptsz,
+	 (CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx),
+	 stream_ctx(hStream, pCtx, pGreenCtx, ptds))
 
 static CUresult stream_info(CUstream h, int *prio, unsigned *flags, bool ptds)
 {
 	struct CUstream_st *s;
-	CUresult r;
+	CUresult r = enter_stream(!prio && !flags, h, ptds, &s);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!prio && !flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = stream_get(h, ptds, &s);
-	if (!r && prio)
+	if (r)
+		return r;
+	if (prio)
 		*prio = s->prio;
-	if (!r && flags)
+	if (flags)
 		*flags = s->flags;
 	unlock();
-	return r;
+	return CUDA_SUCCESS;
 }
 
-API CUresult cuStreamGetPriority(CUstream hStream, int *priority)
-{
-	return traced(__func__, stream_info(hStream, priority, NULL, false));
-}
+ENTRY_PT(cuStreamGetPriority, _ptsz, (CUstream hStream, int *priority),
+	 stream_info(hStream, priority, NULL, ptds))
 
-API CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority)
-{
-	return traced(__func__, stream_info(hStream, priority, NULL, true));
-}
-
-API CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
-{
-	return traced(__func__, stream_info(hStream, NULL, flags, false));
-}
-
-API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags)
-{
-	return traced(__func__, stream_info(hStream, NULL, flags, true));
-}
+ENTRY_PT(cuStreamGetFlags, _ptsz, (CUstream hStream, unsigned int *flags),
+	 stream_info(hStream, NULL, flags, ptds))
 
 static CUresult event_create(CUevent *pe, unsigned flags)
 {
@@ -637,18 +561,12 @@ static CUresult event_create(CUevent *pe, unsigned flags)
 			       CU_EVENT_INTERPROCESS;
 	struct CUevent_st *e;
 	struct CUctx_st *c;
-	CUresult r;
+	CUresult r = enter_ctx(!pe || (flags & ~known) ||
+			       ((flags & CU_EVENT_INTERPROCESS) &&
+				!(flags & CU_EVENT_DISABLE_TIMING)), &c);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!pe || (flags & ~known) ||
-	    ((flags & CU_EVENT_INTERPROCESS) &&
-	     !(flags & CU_EVENT_DISABLE_TIMING)))
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
-	r = ctx_current(&c);
 	if (r)
-		goto out;
+		return r;
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -664,20 +582,17 @@ out:
 	return r;
 }
 
-API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
-{
-	return traced(__func__, event_create(phEvent, Flags));
-}
+ENTRY(cuEventCreate, (CUevent *phEvent, unsigned int Flags),
+      event_create(phEvent, Flags))
 
 static CUresult event_record(struct CUevent_st *e, CUstream h, bool ptds)
 {
 	struct CUstream_st *s;
 	struct op *op;
-	CUresult r;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	r = event_live(e) ? stream_get(h, ptds, &s) : CUDA_ERROR_INVALID_HANDLE;
 	if (!r && s->ctx != e->ctx)
 		r = CUDA_ERROR_INVALID_HANDLE;
@@ -703,25 +618,17 @@ out:
 	return r;
 }
 
-API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-	return traced(__func__, event_record(hEvent, hStream, false));
-}
-
-API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-	return traced(__func__, event_record(hEvent, hStream, true));
-}
+ENTRY_PT(cuEventRecord, _ptsz, (CUevent hEvent, CUstream hStream),
+	 event_record(hEvent, hStream, ptds))
 
 /* Calls fn on e under the lock if e is a live event. */
 static CUresult on_event(struct CUevent_st *e,
 			 CUresult (*fn)(struct CUevent_st *e))
 {
-	CUresult r;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	r = event_live(e) ? fn(e) : CUDA_ERROR_INVALID_HANDLE;
 	unlock();
 	return r;
@@ -741,10 +648,7 @@ static CUresult event_query(struct CUevent_st *e)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuEventQuery(CUevent hEvent)
-{
-	return traced(__func__, on_event(hEvent, event_query));
-}
+ENTRY(cuEventQuery, (CUevent hEvent), on_event(hEvent, event_query))
 
 static CUresult event_sync(struct CUevent_st *e)
 {
@@ -758,10 +662,7 @@ static CUresult event_sync(struct CUevent_st *e)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuEventSynchronize(CUevent hEvent)
-{
-	return traced(__func__, on_event(hEvent, event_sync));
-}
+ENTRY(cuEventSynchronize, (CUevent hEvent), on_event(hEvent, event_sync))
 
 /* A recorded event that is still pending completes on its own later. */
 static CUresult event_destroy(struct CUevent_st *e)
@@ -770,27 +671,16 @@ static CUresult event_destroy(struct CUevent_st *e)
 	return CUDA_SUCCESS;
 }
 
-API CUresult cuEventDestroy(CUevent hEvent)
-{
-	return traced(__func__, on_event(hEvent, event_destroy));
-}
-
-API CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-	return traced(__func__, on_event(hEvent, event_destroy));
-}
+ENTRY_V2(cuEventDestroy, (CUevent hEvent), on_event(hEvent, event_destroy))
 
 static CUresult event_elapsed(float *ms, struct CUevent_st *a,
 			      struct CUevent_st *b)
 {
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(!ms);
 	double ns;
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	if (!ms)
-		return CUDA_ERROR_INVALID_VALUE;
-	lock();
+	if (r)
+		return r;
 	if (!event_live(a) || !event_live(b) || !a->recorded ||
 	    !b->recorded ||
 	    ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)) {
@@ -806,14 +696,6 @@ static CUresult event_elapsed(float *ms, struct CUevent_st *a,
 	return r;
 }
 
-API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
-				CUevent hEnd)
-{
-	return traced(__func__, event_elapsed(pMilliseconds, hStart, hEnd));
-}
-
-API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart,
-				   CUevent hEnd)
-{
-	return traced(__func__, event_elapsed(pMilliseconds, hStart, hEnd));
-}
+ENTRY_V2(cuEventElapsedTime,
+	 (float *pMilliseconds, CUevent hStart, CUevent hEnd),
+	 event_elapsed(pMilliseconds, hStart, hEnd))

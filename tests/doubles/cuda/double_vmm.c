@@ -78,12 +78,10 @@ static CUresult alloc_granularity(size_t *g, const CUmemAllocationProp *prop,
 	return r;
 }
 
-API CUresult cuMemGetAllocationGranularity(size_t *granularity,
-		const CUmemAllocationProp *prop,
-		CUmemAllocationGranularity_flags option)
-{
-	return traced(__func__, alloc_granularity(granularity, prop, option));
-}
+ENTRY(cuMemGetAllocationGranularity,
+      (size_t *granularity, const CUmemAllocationProp *prop,
+       CUmemAllocationGranularity_flags option),
+      alloc_granularity(granularity, prop, option))
 
 /* No context needed: the location names the device. */
 static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
@@ -121,21 +119,18 @@ static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 	return r;
 }
 
-API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-			 const CUmemAllocationProp *prop,
-			 unsigned long long flags)
-{
-	return traced(__func__, mem_create(handle, size, prop, flags));
-}
+ENTRY(cuMemCreate,
+      (CUmemGenericAllocationHandle *handle, size_t size,
+       const CUmemAllocationProp *prop, unsigned long long flags),
+      mem_create(handle, size, prop, flags))
 
 static CUresult mem_release(CUmemGenericAllocationHandle handle)
 {
 	struct vmm_handle *v;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	v = handle_find(handle);
 	if (v) {
 		v->released = true;
@@ -147,10 +142,7 @@ static CUresult mem_release(CUmemGenericAllocationHandle handle)
 	return r;
 }
 
-API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
-{
-	return traced(__func__, mem_release(handle));
-}
+ENTRY(cuMemRelease, (CUmemGenericAllocationHandle handle), mem_release(handle))
 
 static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 				CUdeviceptr addr, unsigned long long flags)
@@ -187,23 +179,19 @@ static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
 	return r;
 }
 
-API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
-				 size_t alignment, CUdeviceptr addr,
-				 unsigned long long flags)
-{
-	return traced(__func__, address_reserve(ptr, size, alignment, addr,
-						flags));
-}
+ENTRY(cuMemAddressReserve,
+      (CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+       unsigned long long flags),
+      address_reserve(ptr, size, alignment, addr, flags))
 
 /* Mappings must be gone first: a shim that frees mapped space is buggy. */
 static CUresult address_free(CUdeviceptr ptr, size_t size)
 {
 	struct resv **pp, *rv;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	for (pp = &dbl.resvs; *pp; pp = &(*pp)->next)
 		if ((*pp)->va == ptr && (*pp)->size == size)
 			break;
@@ -219,10 +207,7 @@ static CUresult address_free(CUdeviceptr ptr, size_t size)
 	return r;
 }
 
-API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
-{
-	return traced(__func__, address_free(ptr, size));
-}
+ENTRY(cuMemAddressFree, (CUdeviceptr ptr, size_t size), address_free(ptr, size))
 
 static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
 			CUmemGenericAllocationHandle handle,
@@ -268,12 +253,10 @@ out:
 	return r;
 }
 
-API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-		      CUmemGenericAllocationHandle handle,
-		      unsigned long long flags)
-{
-	return traced(__func__, mem_map(ptr, size, offset, handle, flags));
-}
+ENTRY(cuMemMap,
+      (CUdeviceptr ptr, size_t size, size_t offset,
+       CUmemGenericAllocationHandle handle, unsigned long long flags),
+      mem_map(ptr, size, offset, handle, flags))
 
 /*
  * The index of the first of the whole mappings that make up exactly
@@ -300,11 +283,10 @@ static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
 {
 	struct region *reg;
 	ssize_t i;
-	CUresult r = CUDA_SUCCESS;
+	CUresult r = enter(false);
 
-	if (!ready())
-		return CUDA_ERROR_NOT_INITIALIZED;
-	lock();
+	if (r)
+		return r;
 	i = mappings(ptr, size);
 	if (i < 0) {
 		r = CUDA_ERROR_INVALID_VALUE;
@@ -325,10 +307,7 @@ out:
 	return r;
 }
 
-API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
-{
-	return traced(__func__, mem_unmap(ptr, size));
-}
+ENTRY(cuMemUnmap, (CUdeviceptr ptr, size_t size), mem_unmap(ptr, size))
 
 static CUresult access_check(const CUmemAccessDesc *d)
 {
@@ -375,11 +354,9 @@ out:
 	return r;
 }
 
-API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
-			    const CUmemAccessDesc *desc, size_t count)
-{
-	return traced(__func__, set_access(ptr, size, desc, count));
-}
+ENTRY(cuMemSetAccess,
+      (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),
+      set_access(ptr, size, desc, count))
 
 static CUresult get_access(unsigned long long *flags, const CUmemLocation *loc,
 			   CUdeviceptr ptr)
@@ -403,8 +380,7 @@ static CUresult get_access(unsigned long long *flags, const CUmemLocation *loc,
 	return ret;
 }
 
-API CUresult cuMemGetAccess(unsigned long long *flags,
-			    const CUmemLocation *location, CUdeviceptr ptr)
-{
-	return traced(__func__, get_access(flags, location, ptr));
-}
+ENTRY(cuMemGetAccess,
+      (unsigned long long *flags, const CUmemLocation *location,
+       CUdeviceptr ptr),
+      get_access(flags, location, ptr))

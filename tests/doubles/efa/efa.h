@@ -157,6 +157,10 @@ int efa_shm_info(uint32_t version, const struct fi_info *efa_info,
 /* The shm object behind one of our fids, or NULL if it is not ours. */
 struct fid *efa_inner(struct fid *fid);
 
+/* Fill in the fid of a new object, and its magic: it is ours from then. */
+void efa_fid_init(struct fid *fid, uint32_t *magic, size_t fclass,
+		  void *context, struct fi_ops *ops);
+
 /* Close shm's object, then ours (obj, whose magic is *magic). */
 int efa_close(struct fid *shm, uint32_t *magic, void *obj);
 
@@ -165,6 +169,17 @@ int efa_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int efa_no_control(struct fid *fid, int command, void *arg);
 int efa_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 		    void **ops, void *context);
+
+/* The fi_ops of one of the double's objects: its close, bind and control,
+ * no ops_open. */
+#define EFA_FI_OPS(name, close_fn, bind_fn, control_fn)			\
+	static struct fi_ops name = {					\
+		.size = sizeof(struct fi_ops),				\
+		.close = close_fn,					\
+		.bind = bind_fn,					\
+		.control = control_fn,					\
+		.ops_open = efa_no_ops_open,				\
+	}
 
 int efa_getinfo(uint32_t version, const char *node, const char *service,
 		uint64_t flags, const struct fi_info *hints,

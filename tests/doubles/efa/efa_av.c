@@ -193,13 +193,8 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf,
 	return buf;
 }
 
-static struct fi_ops av_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = av_close,
-	.bind = efa_no_bind,		/* no EQs in this double */
-	.control = efa_no_control,
-	.ops_open = efa_no_ops_open,
-};
+/* Nothing binds to it: no EQs in this double. */
+EFA_FI_OPS(av_fi_ops, av_close, efa_no_bind, efa_no_control);
 
 static struct fi_ops_av av_ops = {
 	.size = sizeof(struct fi_ops_av),
@@ -241,12 +236,9 @@ int efa_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		return ret;
 	}
 	pthread_mutex_init(&a->lock, NULL);
-	a->magic = EFA_MAGIC;
 	a->domain = d;
 	a->type = FI_AV_TABLE;
-	a->av.fid.fclass = FI_CLASS_AV;
-	a->av.fid.context = context;
-	a->av.fid.ops = &av_fi_ops;
+	efa_fid_init(&a->av.fid, &a->magic, FI_CLASS_AV, context, &av_fi_ops);
 	a->av.ops = &av_ops;
 	*av = &a->av;
 	return 0;

@@ -74,13 +74,7 @@ static const char *cq_strerror(struct fid_cq *cq, int prov_errno,
 	return fi_cq_strerror(shm_cq(cq), prov_errno, err_data, buf, len);
 }
 
-static struct fi_ops cq_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = cq_close,
-	.bind = efa_no_bind,
-	.control = cq_control,
-	.ops_open = efa_no_ops_open,
-};
+EFA_FI_OPS(cq_fi_ops, cq_close, efa_no_bind, cq_control);
 
 static struct fi_ops_cq cq_ops = {
 	.size = sizeof(struct fi_ops_cq),
@@ -112,10 +106,7 @@ int efa_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		free(c);
 		return ret;
 	}
-	c->magic = EFA_MAGIC;
-	c->cq.fid.fclass = FI_CLASS_CQ;
-	c->cq.fid.context = context;
-	c->cq.fid.ops = &cq_fi_ops;
+	efa_fid_init(&c->cq.fid, &c->magic, FI_CLASS_CQ, context, &cq_fi_ops);
 	c->cq.ops = &cq_ops;
 	*cq = &c->cq;
 	return 0;
@@ -177,13 +168,7 @@ static int cntr_seterr(struct fid_cntr *cntr, uint64_t value)
 	return fi_cntr_seterr(shm_cntr(cntr), value);
 }
 
-static struct fi_ops cntr_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = cntr_close,
-	.bind = efa_no_bind,
-	.control = cntr_control,
-	.ops_open = efa_no_ops_open,
-};
+EFA_FI_OPS(cntr_fi_ops, cntr_close, efa_no_bind, cntr_control);
 
 static struct fi_ops_cntr cntr_ops = {
 	.size = sizeof(struct fi_ops_cntr),
@@ -215,10 +200,8 @@ int efa_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		free(c);
 		return ret;
 	}
-	c->magic = EFA_MAGIC;
-	c->cntr.fid.fclass = FI_CLASS_CNTR;
-	c->cntr.fid.context = context;
-	c->cntr.fid.ops = &cntr_fi_ops;
+	efa_fid_init(&c->cntr.fid, &c->magic, FI_CLASS_CNTR, context,
+		     &cntr_fi_ops);
 	c->cntr.ops = &cntr_ops;
 	*cntr = &c->cntr;
 	return 0;

@@ -101,13 +101,7 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	}
 }
 
-static struct fi_ops ep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = ep_close,
-	.bind = ep_bind,
-	.control = ep_control,
-	.ops_open = efa_no_ops_open,
-};
+EFA_FI_OPS(ep_fi_ops, ep_close, ep_bind, ep_control);
 
 /* ---- fi_ops_ep ---- */
 
@@ -852,11 +846,8 @@ int efa_ep_open(struct fid_domain *domain, struct fi_info *info,
 	FI_INFO(&efa_prov, FI_LOG_EP_CTRL, "endpoint qpn %u qkey %#x, shm "
 		"name %s\n", e->addr.qpn, e->addr.qkey, name);
 
-	e->magic = EFA_MAGIC;
 	e->domain = d;
-	e->ep.fid.fclass = FI_CLASS_EP;
-	e->ep.fid.context = context;
-	e->ep.fid.ops = &ep_fi_ops;
+	efa_fid_init(&e->ep.fid, &e->magic, FI_CLASS_EP, context, &ep_fi_ops);
 	e->ep.ops = &ep_ops;
 	e->ep.cm = &ep_cm_ops;
 	e->ep.msg = &ep_msg_ops;

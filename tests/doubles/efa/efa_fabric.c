@@ -60,13 +60,8 @@ static int no_query_collective(struct fid_domain *domain,
 	return -FI_ENOSYS;
 }
 
-static struct fi_ops domain_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = domain_close,
-	.bind = efa_no_bind,		/* no EQs in this double */
-	.control = efa_no_control,
-	.ops_open = efa_no_ops_open,
-};
+/* Nothing binds to it: no EQs in this double. */
+EFA_FI_OPS(domain_fi_ops, domain_close, efa_no_bind, efa_no_control);
 
 static struct fi_ops_domain domain_ops = {
 	.size = sizeof(struct fi_ops_domain),
@@ -112,7 +107,6 @@ static int domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		free(d);
 		return ret;
 	}
-	d->magic = EFA_MAGIC;
 	d->fabric = f;
 	d->caps = info->caps | info->domain_attr->caps;
 	if (d->caps & FI_HMEM)
@@ -126,9 +120,8 @@ static int domain_open(struct fid_fabric *fabric, struct fi_info *info,
 	if (getrandom(&key, sizeof(key), 0) != sizeof(key))
 		key = 0x5a5a;
 	d->next_key = (key & 0x00ffff00u) | 0x01000000u;
-	d->domain.fid.fclass = FI_CLASS_DOMAIN;
-	d->domain.fid.context = context;
-	d->domain.fid.ops = &domain_fi_ops;
+	efa_fid_init(&d->domain.fid, &d->magic, FI_CLASS_DOMAIN, context,
+		     &domain_fi_ops);
 	d->domain.ops = &domain_ops;
 	d->domain.mr = &efa_mr_ops;
 	*domain = &d->domain;
@@ -182,13 +175,7 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids,
 	return fi_trywait(f->shm, inner, count);
 }
 
-static struct fi_ops fabric_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = fabric_close,
-	.bind = efa_no_bind,
-	.control = efa_no_control,
-	.ops_open = efa_no_ops_open,
-};
+EFA_FI_OPS(fabric_fi_ops, fabric_close, efa_no_bind, efa_no_control);
 
 static struct fi_ops_fabric fabric_ops = {
 	.size = sizeof(struct fi_ops_fabric),
@@ -234,10 +221,8 @@ int efa_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		free(f);
 		return ret;
 	}
-	f->magic = EFA_MAGIC;
-	f->fabric.fid.fclass = FI_CLASS_FABRIC;
-	f->fabric.fid.context = context;
-	f->fabric.fid.ops = &fabric_fi_ops;
+	efa_fid_init(&f->fabric.fid, &f->magic, FI_CLASS_FABRIC, context,
+		     &fabric_fi_ops);
 	f->fabric.ops = &fabric_ops;
 	f->fabric.api_version = version;
 	*fabric = &f->fabric;

@@ -39,13 +39,7 @@ static int mr_control(struct fid *fid, int command, void *arg)
 	return ret;
 }
 
-static struct fi_ops mr_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = mr_close,
-	.bind = mr_bind,
-	.control = mr_control,
-	.ops_open = efa_no_ops_open,
-};
+EFA_FI_OPS(mr_fi_ops, mr_close, mr_bind, mr_control);
 
 static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		      uint64_t flags, struct fid_mr **mr)
@@ -92,10 +86,8 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 		free(m);
 		return ret;
 	}
-	m->magic = EFA_MAGIC;
-	m->mr.fid.fclass = FI_CLASS_MR;
-	m->mr.fid.context = attr->context;
-	m->mr.fid.ops = &mr_fi_ops;
+	efa_fid_init(&m->mr.fid, &m->magic, FI_CLASS_MR, attr->context,
+		     &mr_fi_ops);
 	m->mr.key = m->shm->key;
 	m->mr.mem_desc = m->shm->mem_desc;
 	*mr = &m->mr;

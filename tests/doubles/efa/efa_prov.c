@@ -116,6 +116,15 @@ struct fid *efa_inner(struct fid *fid)
 	}
 }
 
+void efa_fid_init(struct fid *fid, uint32_t *magic, size_t fclass,
+		  void *context, struct fi_ops *ops)
+{
+	*magic = EFA_MAGIC;
+	fid->fclass = fclass;
+	fid->context = context;
+	fid->ops = ops;
+}
+
 int efa_close(struct fid *shm, uint32_t *magic, void *obj)
 {
 	int ret = fi_close(shm);
