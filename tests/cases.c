@@ -136,6 +136,11 @@ int t_arg(void)
 	return current ? current->arg : 0;
 }
 
+const char *t_case_name(void)
+{
+	return current ? current->name : NULL;
+}
+
 void t_run_cases(const struct t_case *cases, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

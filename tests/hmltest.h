@@ -241,8 +241,9 @@ bool t_wanted(const char *name);
 void t_run_cases(const struct t_case *cases, size_t n);
 #define T_RUN_CASES(cases) \
 	t_run_cases((cases), sizeof(cases) / sizeof((cases)[0]))
-/* The running case's arg. */
+/* The running case's arg, and its name (NULL between cases). */
 int t_arg(void);
+const char *t_case_name(void);
 /* True in the process a fresh case runs in. */
 bool t_fresh(void);
 /* "skip: " and the reason, counted; the case returns after it. */
