@@ -6,7 +6,6 @@
  * again) and what tells the CUDA driver double from a GPU's driver.
  */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +41,7 @@ bool t_fresh(void)
 
 void t_case_skip(const char *fmt, ...)
 {
-	va_list ap;
-
-	printf("skip: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
+	T_SAY("skip", fmt);
 	t_trace("skipped");
 	skips++;
 }
