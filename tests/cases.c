@@ -6,7 +6,6 @@
  * again) and what tells the CUDA driver double from a GPU's driver.
  */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +41,7 @@ bool t_fresh(void)
 
 void t_case_skip(const char *fmt, ...)
 {
-	va_list ap;
-
-	printf("skip: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
+	T_SAY("skip", fmt);
 	t_trace("skipped");
 	skips++;
 }
@@ -134,6 +127,11 @@ static const struct t_case *current;
 int t_arg(void)
 {
 	return current ? current->arg : 0;
+}
+
+const char *t_case_name(void)
+{
+	return current ? current->name : NULL;
 }
 
 void t_run_cases(const struct t_case *cases, size_t n)

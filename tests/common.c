@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,41 +18,21 @@ char *t_core_prov(void)
 	return name;
 }
 
-static void vsay(const char *tag, const char *fmt, va_list ap)
-{
-	printf("%s: ", tag);
-	vprintf(fmt, ap);
-	printf("\n");
-	fflush(stdout);
-}
-
 void t_fail(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("FAIL", fmt, ap);
-	va_end(ap);
+	T_SAY("FAIL", fmt);
 	exit(1);
 }
 
 void t_skip(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("SKIP", fmt, ap);
-	va_end(ap);
+	T_SAY("SKIP", fmt);
 	exit(T_SKIP);
 }
 
 void t_ok(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsay("ok", fmt, ap);
-	va_end(ap);
+	T_SAY("ok", fmt);
 }
 
 long t_fi_check(long ret, const char *what, int line)

@@ -5,9 +5,11 @@
 #ifndef HMLTEST_H
 #define HMLTEST_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cuda.h>
 #include <rdma/fabric.h>
@@ -40,6 +42,18 @@ char *t_core_prov(void);
 void t_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_skip(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void t_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* In a function of (..., fmt, ...): "TAG: " and fmt of its arguments, a
+ * line, flushed (t_ok, t_case_skip, notes). */
+#define T_SAY(tag, fmt) do {						\
+		va_list ap_;						\
+									\
+		printf("%s: ", tag);					\
+		va_start(ap_, fmt);					\
+		vprintf(fmt, ap_);					\
+		va_end(ap_);						\
+		printf("\n");						\
+		fflush(stdout);						\
+	} while (0)
 #define t_assert(cond, ...) do { if (!(cond)) t_fail(__VA_ARGS__); } while (0)
 #define t_fi(call) t_fi_check((call), #call, __LINE__)
 long t_fi_check(long ret, const char *what, int line);
@@ -241,8 +255,9 @@ bool t_wanted(const char *name);
 void t_run_cases(const struct t_case *cases, size_t n);
 #define T_RUN_CASES(cases) \
 	t_run_cases((cases), sizeof(cases) / sizeof((cases)[0]))
-/* The running case's arg. */
+/* The running case's arg, and its name (NULL between cases). */
 int t_arg(void);
+const char *t_case_name(void);
 /* True in the process a fresh case runs in. */
 bool t_fresh(void);
 /* "skip: " and the reason, counted; the case returns after it. */

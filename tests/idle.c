@@ -22,35 +22,16 @@
 
 #define TIMEOUT_MS 300
 
-static const struct {
-	enum fi_wait_obj obj;
-	const char *name;
-} waits[] = {
-	{ FI_WAIT_UNSPEC, "unspec" },
-	{ FI_WAIT_FD, "fd" },
-	{ FI_WAIT_MUTEX_COND, "mutex_cond" },
-	{ FI_WAIT_YIELD, "yield" },
-};
-
-/* A case's arg: which endpoint type, wait object and call. */
+/* A case's arg: its wait object, endpoint type and call; a digest names
+ * them by the case's name, TYPE-WAIT-CALL. */
 #define MSG	(1 << 4)
 #define FROM	(1 << 3)
 #define WAIT(a)	((a) & 7)
 
-static const char *type_of(int arg)
-{
-	return arg & MSG ? "msg" : "rdm";
-}
-
-static const char *call_of(int arg)
-{
-	return arg & FROM ? "sreadfrom" : "sread";
-}
-
 static void idle(void)
 {
-	int arg = t_arg(), w = WAIT(arg);
-	const char *type = type_of(arg);
+	int arg = t_arg();
+	const char *name = t_case_name();
 	/* A utility provider layered over a core one (tcp;ofi_rxm) offers
 	 * FI_EP_MSG through the core alone. */
 	char *prov = arg & MSG ? t_core_prov() : NULL;
@@ -58,7 +39,7 @@ static void idle(void)
 		.prov = prov,
 		.caps = FI_MSG,
 		.type = arg & MSG ? FI_EP_MSG : FI_EP_RDM,
-		.cq_wait = waits[w].obj,
+		.cq_wait = WAIT(arg),
 	};
 	struct fi_cq_tagged_entry ent;
 	struct t_fabric f;
@@ -69,7 +50,7 @@ static void idle(void)
 	ssize_t ret;
 
 	if (t_try_open(&f, &o)) {
-		printf("digest: %s none\n", type);
+		printf("digest: %s none\n", name);
 		free(prov);
 		return;
 	}
@@ -78,24 +59,23 @@ static void idle(void)
 	 * an endpoint never enabled. */
 	ret = t_ep_try_open(&e, &f, &o, &what);
 	if (ret && !strcmp(what, "fi_cq_open")) {
-		printf("digest: %s %s cq_open %zd\n", type, waits[w].name, ret);
+		printf("digest: %s cq_open %zd\n", name, ret);
 		t_close(&f);
 		return;
 	}
-	t_assert(!ret, "%s %s: %s: %zd", type, waits[w].name, what, ret);
+	t_assert(!ret, "%s: %s: %zd", name, what, ret);
 	start = t_now();
 	ret = arg & FROM ?
 	      fi_cq_sreadfrom(e.cq, &ent, 1, &src, NULL, TIMEOUT_MS) :
 	      fi_cq_sread(e.cq, &ent, 1, NULL, TIMEOUT_MS);
 	took = (t_now() - start) * 1000;
-	printf("digest: %s %s %s %zd\n", type, waits[w].name, call_of(arg),
-	       ret);
-	t_assert(ret == -FI_EAGAIN, "%s %s: an idle sread returned %zd",
-		 type, waits[w].name, ret);
+	printf("digest: %s %zd\n", name, ret);
+	t_assert(ret == -FI_EAGAIN, "%s: an idle sread returned %zd", name,
+		 ret);
 	/* Loose bounds: what matters is that it ends, and not at once. */
 	t_assert(took >= TIMEOUT_MS / 2 && took < 20 * TIMEOUT_MS,
-		 "%s %s: an idle sread of %d ms took %.0f ms", type,
-		 waits[w].name, TIMEOUT_MS, took);
+		 "%s: an idle sread of %d ms took %.0f ms", name, TIMEOUT_MS,
+		 took);
 	t_ep_close(&e);
 	t_close(&f);
 }
@@ -104,11 +84,8 @@ static void idle(void)
  * ended well. */
 static void recorded(const struct t_case *c, int st)
 {
-	int w = WAIT(c->arg);
-
 	if (st == T_TIMED_OUT) {
-		printf("digest: %s %s %s never returns\n", type_of(c->arg),
-		       waits[w].name, call_of(c->arg));
+		printf("digest: %s never returns\n", c->name);
 		return;
 	}
 	t_assert(WIFEXITED(st) && !WEXITSTATUS(st),
@@ -119,22 +96,22 @@ static void recorded(const struct t_case *c, int st)
 		     .limit_s = 20 * TIMEOUT_MS / 1000.0, .check = recorded }
 
 static const struct t_case cases[] = {
-	IDLE("rdm-unspec-sread", 0),
-	IDLE("rdm-unspec-sreadfrom", FROM),
-	IDLE("rdm-fd-sread", 1),
-	IDLE("rdm-fd-sreadfrom", 1 | FROM),
-	IDLE("rdm-mutex_cond-sread", 2),
-	IDLE("rdm-mutex_cond-sreadfrom", 2 | FROM),
-	IDLE("rdm-yield-sread", 3),
-	IDLE("rdm-yield-sreadfrom", 3 | FROM),
-	IDLE("msg-unspec-sread", MSG),
-	IDLE("msg-unspec-sreadfrom", MSG | FROM),
-	IDLE("msg-fd-sread", MSG | 1),
-	IDLE("msg-fd-sreadfrom", MSG | 1 | FROM),
-	IDLE("msg-mutex_cond-sread", MSG | 2),
-	IDLE("msg-mutex_cond-sreadfrom", MSG | 2 | FROM),
-	IDLE("msg-yield-sread", MSG | 3),
-	IDLE("msg-yield-sreadfrom", MSG | 3 | FROM),
+	IDLE("rdm-unspec-sread", FI_WAIT_UNSPEC),
+	IDLE("rdm-unspec-sreadfrom", FI_WAIT_UNSPEC | FROM),
+	IDLE("rdm-fd-sread", FI_WAIT_FD),
+	IDLE("rdm-fd-sreadfrom", FI_WAIT_FD | FROM),
+	IDLE("rdm-mutex_cond-sread", FI_WAIT_MUTEX_COND),
+	IDLE("rdm-mutex_cond-sreadfrom", FI_WAIT_MUTEX_COND | FROM),
+	IDLE("rdm-yield-sread", FI_WAIT_YIELD),
+	IDLE("rdm-yield-sreadfrom", FI_WAIT_YIELD | FROM),
+	IDLE("msg-unspec-sread", MSG | FI_WAIT_UNSPEC),
+	IDLE("msg-unspec-sreadfrom", MSG | FI_WAIT_UNSPEC | FROM),
+	IDLE("msg-fd-sread", MSG | FI_WAIT_FD),
+	IDLE("msg-fd-sreadfrom", MSG | FI_WAIT_FD | FROM),
+	IDLE("msg-mutex_cond-sread", MSG | FI_WAIT_MUTEX_COND),
+	IDLE("msg-mutex_cond-sreadfrom", MSG | FI_WAIT_MUTEX_COND | FROM),
+	IDLE("msg-yield-sread", MSG | FI_WAIT_YIELD),
+	IDLE("msg-yield-sreadfrom", MSG | FI_WAIT_YIELD | FROM),
 };
 
 static void all_done(void)

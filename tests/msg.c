@@ -22,7 +22,6 @@
 #ifndef _GNU_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,13 +38,7 @@ unsigned next_seed(void)
 
 void note(const char *fmt, ...)
 {
-	va_list ap;
-
-	printf("note: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
+	T_SAY("note", fmt);
 }
 
 /* ---- buffers ----------------------------------------------------------- */

@@ -117,15 +117,8 @@ bool chatty = true;
 
 void note(const char *fmt, ...)
 {
-	va_list ap;
-
-	if (!chatty)
-		return;
-	printf("note: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
+	if (chatty)
+		T_SAY("note", fmt);
 }
 
 #define VIRT_PROV (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
