@@ -214,8 +214,8 @@ struct hml_cq {
 					 * threading) */
 	int sleepers;			/* atomic: threads in sread */
 	bool exported;			/* atomic: FI_GETWAIT was asked */
-	unsigned app_signals;		/* atomic: the application's
-					 * fi_cq_signal calls */
+	bool app_signal;		/* atomic: the application's
+					 * fi_cq_signal, not answered yet */
 
 	/* cqueue.c: hmemloop's entries, oldest at head */
 	pthread_mutex_t lock;

@@ -325,11 +325,6 @@ static int since(long start)
 	return (int) (now_ms() - start);
 }
 
-static unsigned app_signals(struct hml_cq *c)
-{
-	return __atomic_load_n(&c->app_signals, __ATOMIC_SEQ_CST);
-}
-
 /*
  * Whether the provider's sread, which answered m, ended for nothing the
  * caller would see, so that it sleeps again for what is left of its
@@ -337,18 +332,18 @@ static unsigned app_signals(struct hml_cq *c)
  * an entry another reader took, is left in the provider (util's wakeup
  * flag), and ends the next sread at once; and a provider whose sread
  * reads its queue itself (sockets, the EFA double's shm) stops at an
- * error that may be a cancel the shim swallows. The application's own
- * signal (util: -FI_EAGAIN, sockets: -FI_ECANCELED), sent since app,
- * ends it, as a shim entry does.
+ * error that may be a cancel the shim swallows. A signal of the
+ * application's not answered yet (util: -FI_EAGAIN, sockets:
+ * -FI_ECANCELED) ends it, as a shim entry does; the answer spends it.
  */
-static bool again(struct hml_cq *c, ssize_t m, unsigned app)
+static bool again(struct hml_cq *c, ssize_t m)
 {
 	if (m == -FI_EAVAIL && filtering(c)) {
 		hml_rx_pump(c);
 		return !pending(c);
 	}
 	return (m == -FI_EAGAIN || m == -FI_ECANCELED) && !pending(c) &&
-	       app_signals(c) == app;
+	       !__atomic_exchange_n(&c->app_signal, false, __ATOMIC_ACQ_REL);
 }
 
 static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
@@ -356,11 +351,9 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 {
 	ssize_t n = 0, m = 0;
 	long start = now_ms();
-	unsigned app;
 	char *rest;
 
 	__atomic_add_fetch(&c->sleepers, 1, __ATOMIC_SEQ_CST);
-	app = app_signals(c);
 	watched(c, 1);
 	/* Copies posted from now on are waited for at post (inflight.c);
 	 * those in flight now, here. */
@@ -375,7 +368,7 @@ static ssize_t sread(struct hml_cq *c, void *buf, size_t count,
 	for (;;) {
 		m = prov_sread(c, rest, count - n, src ? src + n : NULL, from,
 			       less_cond(c, cond, n), timeout);
-		if (m > 0 || !again(c, m, app) ||
+		if (m > 0 || !again(c, m) ||
 		    (timeout >= 0 && (timeout -= since(start)) <= 0))
 			break;
 		start = now_ms();
@@ -419,13 +412,13 @@ static ssize_t hml_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count,
 	return sread(c, buf, count, src, true, cond, timeout);
 }
 
-/* The application's fi_cq_signal: counted, so that a sread ends for it
- * where it sleeps again after a wake-up of the shim's (above). */
+/* The application's fi_cq_signal: marked, so that a sread ends for it
+ * where it would sleep again after a wake-up of the shim's (above). */
 static int hml_cq_signal(struct fid_cq *cq)
 {
 	struct hml_cq *c = hml_container_of(cq->ops, struct hml_cq, ops.ops);
 
-	__atomic_add_fetch(&c->app_signals, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&c->app_signal, true, __ATOMIC_RELEASE);
 	return c->prov->signal(cq);
 }
 
