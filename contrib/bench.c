@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "hml_config.h"
 
 static size_t parse_size(const char *s)
 {
@@ -225,8 +224,7 @@ int main(int argc, char **argv)
 	bool sizes = false, iters = false, window = false;
 	int c;
 
-	/* hmemloop's settings as the library reads them (b_setting). */
-	hml_config_load();
+	b_settings_load();
 	while ((c = getopt_long(argc, argv, "p:h", long_opts, NULL)) != -1)
 		parse_opt(c, optarg, &sizes, &iters, &window);
 	if (optind < argc)

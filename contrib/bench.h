@@ -73,9 +73,13 @@ extern struct b_opts b_opt;
 void b_die(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 double b_now(void);
-/* A setting of hmemloop's (include/hml_config.h), as the library reads it
- * (hml_config_load, at the start of main): its value, and in *env whether
- * the environment gave it. */
+/* libhmemloop is in this process. */
+bool b_shim_loaded(void);
+/* Reads hmemloop's settings as the library does, at the start of main;
+ * their bad values are said where the library is not in the process. */
+void b_settings_load(void);
+/* A setting of hmemloop's (include/hml_config.h), as the library reads it:
+ * its value, and in *env whether the environment gave it. */
 const char *b_setting(const char *name, bool *env);
 struct b_stats {
 	size_t n;

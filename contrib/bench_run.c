@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,14 +32,6 @@
 
 const struct b_mode *b_mode;
 
-static int find_shim(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void) size;
-	(void) data;
-	return info->dlpi_name && strstr(info->dlpi_name, "libhmemloop") ?
-	       1 : 0;
-}
-
 static void require_shim(struct b_results *r)
 {
 	bool on = hml_config.enable;
@@ -52,7 +43,7 @@ static void require_shim(struct b_results *r)
 		b_die("hmemloop is not enabled (HMEMLOOP_ENABLE is not 1).\n"
 		      "Run it through the wrapper: hmemloop hmemloop-bench ...\n"
 		      "or pass --no-shim to time only the %s.", b_mode->no_shim);
-	if (!dl_iterate_phdr(find_shim, NULL))
+	if (!b_shim_loaded())
 		b_die("HMEMLOOP_ENABLE=1 but libhmemloop.so is not loaded: "
 		      "run it through the wrapper, hmemloop hmemloop-bench ...");
 }

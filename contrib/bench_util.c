@@ -3,6 +3,7 @@
  * What every mode of hmemloop-bench shares: the options bench.c parses,
  * and the helpers the modes call. It calls none of them.
  */
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "bench.h"
 #include "hml_config.h"
+#include "hml_log.h"
 
 struct b_opts b_opt = {
 	.min_size = 8,
@@ -76,6 +78,25 @@ const char *b_size_str(size_t n, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%zu %s", n, unit[u]);
 	return buf;
+}
+
+static int is_shim(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void) size;
+	(void) data;
+	return info->dlpi_name && strstr(info->dlpi_name, "libhmemloop");
+}
+
+bool b_shim_loaded(void)
+{
+	return dl_iterate_phdr(is_shim, NULL);
+}
+
+void b_settings_load(void)
+{
+	/* Under the wrapper the library has said each bad value already. */
+	hml_log_quiet = b_shim_loaded();
+	hml_config_load();
 }
 
 const char *b_setting(const char *name, bool *env)

@@ -15,6 +15,9 @@ enum hml_log_level {
 
 void hml_log(enum hml_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Set by a program that reads the settings beside the library in its
+ * process (hmemloop-bench under the wrapper), where the library says them. */
+extern bool hml_log_quiet;
 
 #define hml_warn(...)	hml_log(HML_LOG_WARN, __VA_ARGS__)
 #define hml_info(...)	hml_log(HML_LOG_INFO, __VA_ARGS__)

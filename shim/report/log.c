@@ -12,9 +12,11 @@ static const char *const level_names[] = {
 	[HML_LOG_DEBUG] = "debug",
 };
 
+bool hml_log_quiet;
+
 static bool enabled(enum hml_log_level level)
 {
-	return (int) level <= hml_config.log_level;
+	return (int) level <= hml_config.log_level && !hml_log_quiet;
 }
 
 void hml_log(enum hml_log_level level, const char *fmt, ...)
