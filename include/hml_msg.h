@@ -317,7 +317,6 @@ void hml_recv_ops(struct fi_ops_msg *msg, struct fi_ops_tagged *tagged);
 ssize_t hml_rx_cancel(fid_t fid, void *context);
 
 /* track.c */
-void hml_rx_track(struct hml_ep *t);
 void hml_rx_share(struct hml_ep *e);
 void hml_rx_drop_target(struct hml_ep *t);
 void hml_rxq_free(struct hml_rxq *q);

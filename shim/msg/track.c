@@ -2,7 +2,7 @@
 /*
  * Which endpoints' receives are recorded, and which CQs are read through
  * their records. An endpoint's receives are recorded from when it is found
- * in an address vector of this process (hml_rx_track, which the address
+ * in an address vector of this process (track(), which the address
  * layer calls for each one it finds), in the queue of the endpoint or of
  * its shared receive context; the CQs of every endpoint enabled on that
  * context are watched (filter.c) before the queue is published. Closing
@@ -35,7 +35,7 @@ static void watch(struct hml_rxq *q, struct hml_ep *t)
  * shared receive context, the CQs of every endpoint enabled on it, in an
  * address vector or not.
  */
-void hml_rx_track(struct hml_ep *t)
+static void track(struct hml_ep *t)
 {
 	struct hml_ep *o = hml_rx_owner(t);
 	struct hml_rxq *q;
@@ -101,7 +101,7 @@ void hml_rx_drop_target(struct hml_ep *t)
 
 __attribute__((constructor)) static void track_init(void)
 {
-	hml_av_on_found(hml_rx_track);
+	hml_av_on_found(track);
 }
 
 void hml_rxq_free(struct hml_rxq *q)
